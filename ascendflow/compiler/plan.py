@@ -1,0 +1,111 @@
+"""The plan: what the compiler emits and the runner executes (contract in ``shared/DESIGN.md`` §3)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TargetPlan(_Frozen):
+    """Where the plan runs: hardware option, node count and the software row (versions)."""
+
+    hardware: str
+    kind: str
+    device_name: str
+    nodes: int
+    devices_per_node: int
+    engine: dict[str, str | None]
+
+
+class WorkerPlan(_Frozen):
+    """One engine process group on one node: its DP rank, devices, environment delta and command."""
+
+    node_rank: int
+    dp_rank: int
+    devices: list[int]
+    env: dict[str, str]
+    command: list[str]
+
+
+class MemoryPlan(_Frozen):
+    """Per-device memory at the bottleneck device, in bytes.
+
+    ``requested = device_total × gpu_memory_utilization``; ``kv_cache_bytes`` is the explicit budget when one is
+    given, else ``requested − weights − activation − non_torch`` (vLLM worker semantics,
+    ``shared/reference/vllm_ascend.md`` §3). ``graph_bytes`` is not subtracted by the engine (captured afterwards).
+    """
+
+    device_total_bytes: int
+    requested_bytes: int
+    weights_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    graph_bytes: int
+    kv_cache_bytes: int
+
+
+class KVCachePlan(_Frozen):
+    """KV cache capacity per device.
+
+    Attributes:
+        block_size: tokens per block.
+        bytes_per_token: KV bytes one token takes on the device, over all its layers.
+        num_blocks: ``floor(kv_cache_bytes / (block_size × bytes_per_token))``.
+        tokens: the capacity vLLM logs (``KV cache size: N tokens``): ``int(num_blocks / ceil(max_model_len /
+            block_size) × max_model_len)`` (``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_capacity``).
+        max_concurrency: requests of ``max_model_len`` tokens that fit at once.
+        attention: ``mha`` (incl. GQA/MQA) or ``mla``.
+        dtype: KV storage dtype.
+    """
+
+    block_size: int
+    bytes_per_token: int
+    num_blocks: int
+    tokens: int
+    max_concurrency: float
+    attention: str
+    dtype: str
+
+
+class GraphPlan(_Frozen):
+    """Graph capture: vLLM's ``cudagraph_mode`` (``NONE`` when eager) and the batch sizes captured."""
+
+    cudagraph_mode: str
+    capture_sizes: list[int]
+    enforce_eager: bool
+
+
+class Plan(_Frozen):
+    """An executable plan. ``plan_hash`` covers the semantic content only (no paths, no timestamps)."""
+
+    plan_hash: str
+    target: TargetPlan
+    model: dict[str, Any]
+    engine_args: dict[str, Any]
+    serve_command: list[str]
+    env: dict[str, str]
+    workers: list[WorkerPlan]
+    memory: MemoryPlan
+    kv_cache: KVCachePlan
+    graph: GraphPlan
+    warnings: list[str] = Field(default_factory=list)
+
+    def to_json(self) -> str:
+        """The plan as pretty JSON (the ``plan.json`` format)."""
+        return self.model_dump_json(indent=2)
+
+
+def plan_hash(content: dict[str, Any]) -> str:
+    """SHA-256 (first 16 hex digits) of the canonical JSON of ``content``.
+
+    The caller passes only semantic fields: the model is named by its id and architecture, never its path.
+    """
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -1,0 +1,63 @@
+"""Parallel topology: checks TP/PP/DP/EP against the model and the hardware, and places workers on devices."""
+
+from __future__ import annotations
+
+from ascendflow.schema.architecture import ModelArchitecture
+from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.hardware import HardwareSpec
+from ascendflow.schema.parallel import ParallelSpec
+
+
+def check_parallel(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelArchitecture) -> None:
+    """Reject parallel layouts vLLM would refuse.
+
+    Rules: TP divides ``num_attention_heads`` (vLLM ``ModelConfig.verify_with_parallel_config``); PP is at most the
+    number of layers; TP × PP × DP fits on ``nodes × devices_per_node``; expert parallel needs a MoE model.
+
+    Raises:
+        ConfigError: the first broken rule.
+    """
+    tp = parallel.tensor_parallel_size
+    if arch.num_attention_heads % tp:
+        divisors = [d for d in range(1, arch.num_attention_heads + 1) if arch.num_attention_heads % d == 0]
+        raise ConfigError(
+            "parallel.tensor_parallel_size", tp,
+            f"must divide the model's num_attention_heads ({arch.num_attention_heads}); valid: {divisors}")
+    if parallel.pipeline_parallel_size > arch.num_hidden_layers:
+        raise ConfigError("parallel.pipeline_parallel_size", parallel.pipeline_parallel_size,
+                          f"exceeds the model's num_hidden_layers ({arch.num_hidden_layers})")
+    available = parallel.nodes * hardware.devices_per_node
+    if parallel.world_size > available:
+        raise ConfigError(
+            "parallel.tensor_parallel_size", tp,
+            f"TP×PP×DP = {tp}×{parallel.pipeline_parallel_size}×{parallel.data_parallel_size} = "
+            f"{parallel.world_size} devices, but hardware={hardware.name} × parallel.nodes={parallel.nodes} has "
+            f"{available}")
+    if parallel.enable_expert_parallel and arch.routed_experts == 0:
+        raise ConfigError("parallel.enable_expert_parallel", True,
+                          "the model is dense (no routed experts); expert parallel needs a MoE model")
+
+
+def devices_per_dp_rank(parallel: ParallelSpec) -> int:
+    """Devices one DP rank uses: TP × PP."""
+    return parallel.tensor_parallel_size * parallel.pipeline_parallel_size
+
+
+def place_nodes(parallel: ParallelSpec, hardware: HardwareSpec) -> list[tuple[int, int, int, list[int]]]:
+    """Place DP ranks on nodes, filling each node's devices in order (vLLM runs one server per node with
+    ``--data-parallel-size-local`` ranks; ``shared/reference/vllm_ascend.md`` §7).
+
+    Returns:
+        ``(node_rank, first_dp_rank, local_dp_ranks, devices)`` per node used, devices being local indices.
+    """
+    per_rank = devices_per_dp_rank(parallel)
+    ranks_per_node = max(1, hardware.devices_per_node // per_rank)
+    nodes = []
+    start = 0
+    node = 0
+    while start < parallel.data_parallel_size:
+        local = min(ranks_per_node, parallel.data_parallel_size - start)
+        nodes.append((node, start, local, list(range(local * per_rank))))
+        start += local
+        node += 1
+    return nodes

@@ -1,0 +1,93 @@
+"""Model resolution (I/O before compiling): find or build the weights and read the architecture.
+
+The only file the compiler's input depends on is the model's ``config.json``; weights are needed only to serve.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ascendflow.schema.architecture import ModelArchitecture
+from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.model import ModelSpec
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model ready to compile: its directory (``None`` when planning from inline values) and architecture."""
+
+    path: str | None
+    architecture: ModelArchitecture
+
+
+def hub_cache_dirs(model_id: str) -> list[Path]:
+    """Where a hub id is looked for locally: the Hugging Face hub cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub``,
+    ``~/.cache/huggingface/hub``) as ``models--org--name/snapshots/<rev>``."""
+    roots = [os.environ.get("HF_HUB_CACHE"),
+             os.path.join(os.environ["HF_HOME"], "hub") if os.environ.get("HF_HOME") else None,
+             os.path.expanduser("~/.cache/huggingface/hub")]
+    folder = "models--" + model_id.replace("/", "--")
+    return [Path(r) / folder for r in roots if r]
+
+
+def _find_in_hub_cache(model_id: str) -> Path | None:
+    for repo in hub_cache_dirs(model_id):
+        snapshots = sorted((repo / "snapshots").glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+        if snapshots:
+            return snapshots[-1].parent
+    return None
+
+
+def _read_architecture(model_dir: Path, key: str) -> ModelArchitecture:
+    config = model_dir / "config.json"
+    if not config.is_file():
+        raise ConfigError(key, str(model_dir), "is not a Hugging Face model directory (no config.json in it)")
+    return ModelArchitecture.from_hf_config(json.loads(config.read_text()))
+
+
+def resolve_model(model: ModelSpec, *, need_weights: bool,
+                  progress: Callable[[str], None] | None = None) -> ResolvedModel:
+    """Locate (or build once, for the embedded models) the model and read its architecture.
+
+    Args:
+        model: the model option.
+        need_weights: the run will load the weights (serve/offline); planning needs only the architecture.
+        progress: callback for status lines during a one-time conversion.
+
+    Returns:
+        ResolvedModel with the model directory and its architecture.
+
+    Raises:
+        ConfigError: a local path or hub id whose files are not on this machine (nothing is downloaded).
+    """
+    if model.source == "smollm2_gguf":
+        from ascendflow.models.smollm2 import ensure_smollm2
+
+        path = ensure_smollm2(progress=progress)
+        return ResolvedModel(str(path), _read_architecture(path, "model.path"))
+    if model.source == "tiny_deepseek":
+        from ascendflow.models.tiny_deepseek import ensure_tiny_deepseek
+
+        path = ensure_tiny_deepseek(progress=progress)
+        return ResolvedModel(str(path), _read_architecture(path, "model.path"))
+    if model.source == "local":
+        if not model.path:
+            raise ConfigError("model.path", model.path, "source=local needs a model directory")
+        path = Path(model.path).expanduser().resolve()
+        if not path.is_dir():
+            raise ConfigError("model.path", model.path, f"directory not found ({path})")
+        return ResolvedModel(str(path), _read_architecture(path, "model.path"))
+    # source == "hub": never downloaded; a local snapshot or an explicit path wins over inline values.
+    local = Path(model.path).expanduser().resolve() if model.path else _find_in_hub_cache(model.id)
+    if local is not None and (local / "config.json").is_file():
+        return ResolvedModel(str(local), _read_architecture(local, "model.path"))
+    if not need_weights and model.architecture is not None:
+        return ResolvedModel(None, ModelArchitecture.from_hf_config(model.architecture))
+    looked = ", ".join(str(p) for p in ([Path(model.path)] if model.path else hub_cache_dirs(model.id)))
+    raise ConfigError("model.id", model.id,
+                      f"weights not available locally (looked in {looked}); there is no hub access here: copy the "
+                      f"model directory to this machine and set model.path=<dir>, or use run.mode=plan")

@@ -1,0 +1,70 @@
+"""The run's record (``result.json``) and its summary rows: measured metrics beside the plan's predictions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ascendflow.compiler import Plan
+from ascendflow.tracking.mlflow_run import bench_metrics
+
+GIB = 1 << 30
+
+
+def result_record(plan: Plan, outcome: Mapping[str, Any]) -> dict[str, Any]:
+    """Build ``result.json``: benchmark metrics, engine-log facts and the KV prediction check.
+
+    ``kv_cache_tokens_rel_error = |predicted − reported| / reported`` (the plan's ``kv_cache.tokens`` against vLLM's
+    ``KV cache size: N tokens`` line).
+
+    Returns:
+        ``{"plan_hash", "metrics": {name: float}, "engine": {...}, "benchmark": {...}, "reported_kv_cache_tokens"}``.
+    """
+    engine = dict(outcome.get("engine", {}))
+    benchmark = dict(outcome.get("benchmark", {}))
+    metrics = bench_metrics(benchmark)
+    reported = engine.get("reported_kv_cache_tokens")
+    if reported:
+        metrics["reported_kv_cache_tokens"] = float(reported)
+        metrics["kv_cache_tokens_rel_error"] = abs(plan.kv_cache.tokens - reported) / reported
+    if "model_load_gib" in engine:
+        metrics["reported_weights_gib"] = engine["model_load_gib"]
+        metrics["weights_rel_error"] = abs(plan.memory.weights_bytes / GIB - engine["model_load_gib"]) / max(
+            engine["model_load_gib"], 1e-9)
+    if "engine_start_s" in outcome:
+        metrics["engine_start_s"] = float(outcome["engine_start_s"])
+    # Large per-request lists stay in benchmark.json; result.json keeps the summary.
+    summary = {k: v for k, v in benchmark.items() if not isinstance(v, list)}
+    return {"plan_hash": plan.plan_hash, "metrics": metrics, "engine": engine, "benchmark": summary,
+            "reported_kv_cache_tokens": reported, "predicted_kv_cache_tokens": plan.kv_cache.tokens}
+
+
+def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Path]) -> dict[str, str]:
+    """Rows of the end-of-run table: target, KV plan vs report, throughput and latencies."""
+    m = record["metrics"]
+    kv = plan.kv_cache
+    rows = {
+        "target": f"{plan.target.hardware} × {plan.target.nodes} node(s), model {plan.model['id']}",
+        "KV cache (plan)": f"{kv.tokens:,} tokens = {kv.num_blocks:,} blocks × {kv.block_size} "
+                           f"({kv.bytes_per_token:,} B/token, {kv.attention}); "
+                           f"{kv.max_concurrency:.1f}× max_model_len",
+        "memory (plan)": f"weights {plan.memory.weights_bytes / GIB:.2f} GiB, KV {plan.memory.kv_cache_bytes / GIB:.2f} "
+                         f"GiB of {plan.memory.device_total_bytes / GIB:.1f} GiB",
+    }
+    if "reported_kv_cache_tokens" in m:
+        rows["KV cache (engine)"] = (f"{int(m['reported_kv_cache_tokens']):,} tokens "
+                                     f"(prediction error {100 * m['kv_cache_tokens_rel_error']:.2f} %)")
+    if "completed" in m:
+        rows["requests"] = f"{int(m['completed'])} completed, {int(m.get('failed', 0))} failed"
+        rows["throughput"] = (f"{m.get('request_throughput', 0):.2f} req/s, {m.get('output_throughput', 0):.1f} "
+                              f"output tok/s, {m.get('total_token_throughput', 0):.1f} total tok/s")
+    for name in ("ttft", "tpot", "itl", "e2el"):
+        if f"mean_{name}_ms" in m:
+            rows[name.upper() + " (ms)"] = (f"mean {m[f'mean_{name}_ms']:.1f}, median {m[f'median_{name}_ms']:.1f}, "
+                                            f"p99 {m[f'p99_{name}_ms']:.1f}")
+    rows["plan"] = str(written["plan"])
+    rows["launch"] = ", ".join(str(p) for k, p in written.items() if k != "plan")
+    for warning in plan.warnings:
+        rows.setdefault("warnings", "")
+        rows["warnings"] += warning + " "
+    return rows

@@ -1,0 +1,1 @@
+"""The runner: writes plan artifacts, and serves/benchmarks or runs offline where the hardware is present."""

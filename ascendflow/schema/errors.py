@@ -1,0 +1,46 @@
+"""The one error type for bad input: a config key, the value given and the rule it broke."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration value breaks a rule.
+
+    Rendered as one line, ``<dotted.key>=<value>: <rule>``, so the command line can print it without a traceback.
+
+    Args:
+        key: dotted config key, e.g. ``parallel.tensor_parallel_size``.
+        value: the value that was given.
+        rule: what the value must satisfy, ideally with the nearest fix.
+    """
+
+    def __init__(self, key: str, value: Any, rule: str) -> None:
+        self.key = key
+        self.value = value
+        self.rule = rule
+        super().__init__(f"{key}={value!r}: {rule}")
+
+
+def format_validation_error(exc: Any, prefix: str = "") -> ConfigError:
+    """Turn the first error of a pydantic ``ValidationError`` into a :class:`ConfigError`.
+
+    Args:
+        exc: a ``pydantic.ValidationError``.
+        prefix: dotted prefix to put before the error location (e.g. ``"engine"``).
+
+    Returns:
+        ConfigError naming the dotted key, the input value and pydantic's message (the rule).
+    """
+    err = exc.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    key = ".".join(p for p in (prefix, loc) if p)
+    value = err.get("input")
+    rule = err["msg"]
+    if err["type"] == "extra_forbidden":
+        rule = "unknown key (not part of the schema; check the spelling)"
+    elif err["type"] == "missing":
+        value = None
+        rule = "required key is missing"
+    return ConfigError(key or "<root>", value, rule)

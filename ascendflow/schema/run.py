@@ -1,0 +1,30 @@
+"""Run option (``conf/run/*.yaml``): what to do with the plan."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ascendflow.schema.base import Spec
+
+
+class RunOptions(Spec):
+    """How the runner executes the plan.
+
+    Attributes:
+        mode: ``auto`` (serve when the plan's hardware is on this machine, else plan only), ``plan``, ``serve``,
+            ``offline``.
+        host: address the server binds for a local run.
+        port: server port for a local run; ``None`` picks a free one. Launch scripts use ``launch_port``.
+        launch_port: port written into launch scripts for target nodes.
+        health_timeout_s: seconds to wait for ``/health`` after starting the server.
+        shutdown_grace_s: seconds between SIGTERM and SIGKILL when stopping the server.
+    """
+
+    mode: Literal["auto", "plan", "serve", "offline"] = "auto"
+    host: str = "127.0.0.1"
+    port: int | None = Field(default=None, ge=1, le=65535)
+    launch_port: int = Field(default=8000, ge=1, le=65535)
+    health_timeout_s: float = Field(default=900, gt=0)
+    shutdown_grace_s: float = Field(default=20, gt=0)

@@ -1,0 +1,40 @@
+"""Workload option (``conf/workload/*.yaml``): what vLLM's benchmark client sends."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field
+
+from ascendflow.schema.base import Spec
+
+
+class WorkloadSpec(Spec):
+    """A benchmark workload for ``vllm bench serve`` (``vllm/benchmarks/serve.py``) or offline generation.
+
+    Attributes:
+        name: option name.
+        dataset: ``chat``: ascendflow's shipped chat prompts (``ascendflow/workloads/chat_prompts.jsonl``) through
+            vLLM's ``custom`` dataset, with the tokenizer's chat template; ``random``: vLLM's ``random`` dataset.
+        num_prompts: requests to send.
+        max_concurrency: most requests in flight; ``None``: unbounded.
+        request_rate: requests per second (Poisson arrivals); ``inf`` sends all at once.
+        max_output_tokens: upper bound on each chat request's output tokens (each prompt has its own length).
+        random_input_len / random_output_len: tokens per request for ``random``.
+        temperature: sampling temperature sent with every request (0: greedy, reproducible outputs).
+        ignore_eos: keep generating past EOS so output lengths are exact.
+        seed: sampling seed of the dataset.
+    """
+
+    name: str
+    dataset: Literal["chat", "random"]
+    num_prompts: int = Field(ge=1)
+    max_concurrency: int | None = Field(default=None, ge=1)
+    request_rate: float = Field(default=math.inf, gt=0)
+    max_output_tokens: int = Field(default=64, ge=1)
+    random_input_len: int = Field(default=256, ge=1)
+    random_output_len: int = Field(default=128, ge=1)
+    temperature: float = Field(default=0.0, ge=0)
+    ignore_eos: bool = False
+    seed: int = Field(default=0, ge=0)

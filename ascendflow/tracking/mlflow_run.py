@@ -1,0 +1,100 @@
+"""One MLflow run per job: started before validation, always ended (FINISHED, or FAILED with its logs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ascendflow.schema.tracking import TrackingSpec
+from ascendflow.tracking.flatten import flatten_params, numeric_metrics
+from ascendflow.tracking.store import artifact_root, ensure_experiment, tracking_uri
+from ascendflow.tracking.versions import version_tags
+
+#: Benchmark keys logged as metrics (vllm/benchmarks/serve.py result dict): throughput in req/s and tokens/s,
+#: latencies in ms, request counts.
+BENCH_METRICS = (
+    "completed", "failed", "request_throughput", "output_throughput", "total_token_throughput", "duration",
+    "total_input_tokens", "total_output_tokens",
+    *(f"{stat}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for stat in ("mean", "median", "p90", "p99")),
+)
+
+
+class TrackedRun:
+    """An MLflow run (or a no-op when ``tracking.enabled`` is false).
+
+    Args:
+        tracking: tracking settings.
+        outputs_dir: the ``outputs/`` directory (store and artifacts default under it).
+        experiment: experiment name (recipe name, or ``ascendflow``).
+        run_name: readable run name, e.g. ``smollm2_135m-cpu-single``.
+        tags: extra tags (``run.mode``, Hydra choices...).
+    """
+
+    def __init__(self, tracking: TrackingSpec, outputs_dir: Path, experiment: str, run_name: str,
+                 tags: Mapping[str, str]) -> None:
+        self.enabled = tracking.enabled
+        self.run_id: str | None = None
+        self.experiment_id: str | None = None
+        self.uri: str | None = None
+        if not self.enabled:
+            return
+        from mlflow.tracking import MlflowClient
+
+        self.uri = tracking_uri(tracking, outputs_dir)
+        self.client = MlflowClient(tracking_uri=self.uri)
+        name = tracking.experiment_name or experiment
+        self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir))
+        run = self.client.create_run(self.experiment_id, run_name=run_name, tags={**version_tags(), **tags})
+        self.run_id = run.info.run_id
+
+    def log_params(self, config: Mapping[str, Any]) -> None:
+        """Log the flattened config as params (batches of 100, MLflow's limit per call)."""
+        if not self.enabled:
+            return
+        from mlflow.entities import Param
+
+        params = [Param(k, v) for k, v in sorted(flatten_params(config).items())]
+        for i in range(0, len(params), 100):
+            self.client.log_batch(self.run_id, params=params[i:i + 100])
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        """Log finite numeric metrics."""
+        if not self.enabled or not metrics:
+            return
+        from mlflow.entities import Metric
+        import time
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, v, now, 0) for k, v in numeric_metrics(metrics).items()]
+        for i in range(0, len(items), 500):
+            self.client.log_batch(self.run_id, metrics=items[i:i + 500])
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        """Set string tags."""
+        if self.enabled:
+            for k, v in tags.items():
+                self.client.set_tag(self.run_id, k, str(v))
+
+    def end(self, status: str, run_dir: Path | None) -> None:
+        """Upload ``run_dir`` (plan, launch scripts, ``.hydra/``, logs, benchmark JSON) and end the run.
+
+        Args:
+            status: ``FINISHED``, ``FAILED`` or ``KILLED``.
+            run_dir: the Hydra job directory; uploaded whole as the run's artifacts.
+        """
+        if not self.enabled or self.run_id is None:
+            return
+        try:
+            if run_dir is not None and run_dir.exists():
+                self.client.log_artifacts(self.run_id, str(run_dir))
+        finally:
+            self.client.set_terminated(self.run_id, status=status)
+
+    def ui_command(self) -> str | None:
+        """The ``mlflow ui`` command that shows this run's store."""
+        return f"mlflow ui --backend-store-uri {self.uri}" if self.uri else None
+
+
+def bench_metrics(benchmark: Mapping[str, Any]) -> dict[str, float]:
+    """The benchmark result's metrics of :data:`BENCH_METRICS` that are present."""
+    return numeric_metrics({k: benchmark[k] for k in BENCH_METRICS if k in benchmark})
