@@ -18,7 +18,7 @@ from ascendflow.models.errors import ModelNotFoundError
 from ascendflow.models.resolve import resolve_model
 from ascendflow.report import result_record, summary_rows
 from ascendflow.runner.artifacts import write_json, write_plan
-from ascendflow.runner.detect import cpu_node_memory_bytes, hardware_present
+from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes, hardware_present
 from ascendflow.runner.local import run_offline, serve_and_benchmark
 from ascendflow.runner.server import EngineStartError
 from ascendflow.schema import ConfigError, RunSpec, load_spec
@@ -78,7 +78,8 @@ def run_job(cfg: DictConfig) -> float | None:
         with console.step(f"model {spec.model.name}") as update:
             model = resolve_model(spec.model, need_weights=mode in ("serve", "offline"), progress=update)
         plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.id,
-                            host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None)
+                            host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
+                            host_amx=cpu_has_amx())
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics(_plan_metrics(plan))

@@ -35,7 +35,7 @@ def _activation_bytes(arch: ModelArchitecture, max_num_batched_tokens: int, max_
 
 
 def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
-                 host_memory_bytes: int | None = None) -> Plan:
+                 host_memory_bytes: int | None = None, host_amx: bool = True) -> Plan:
     """Compile a validated spec into a plan.
 
     Args:
@@ -43,6 +43,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         arch: the model's architecture (from its ``config.json``).
         model_path: where the engine loads the model from (not hashed).
         host_memory_bytes: device memory for hardware whose catalogue leaves it unset (CPU: the machine's memory).
+        host_amx: the CPU host has AMX tiles. Without AMX, vLLM's reference CPU MLA backend forces 16-token blocks
+            (``vllm/platforms/cpu.py`` ``check_and_update_config``); with AMX the AMX MLA backend keeps the default.
 
     Returns:
         The frozen :class:`Plan`.
@@ -74,7 +76,12 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         raise ConfigError("engine.max_num_batched_tokens", max_num_batched_tokens,
                           f"must be >= engine.max_model_len ({max_model_len}) when chunked prefill is off")
     block_size = eng.block_size or hw.kv_block_size
-    if block_size % hw.kv_block_size_multiple:
+    if hw.kind == "cpu" and arch.is_mla and not host_amx:
+        if eng.block_size not in (None, 16):
+            warnings.append(f"engine.block_size={eng.block_size} is replaced by 16: vLLM's CPU MLA backend "
+                            "(no AMX on this host) supports only 16-token blocks")
+        block_size = 16
+    elif block_size % hw.kv_block_size_multiple:
         raise ConfigError("engine.block_size", eng.block_size,
                           f"{hw.device_name} needs a multiple of {hw.kv_block_size_multiple} tokens")
 

