@@ -38,8 +38,8 @@ def recipe_names() -> list[str]:
 def run_ascendflow(args: list[str], cwd: Path, env: dict[str, str] | None = None,
                    timeout: float = 1500) -> subprocess.CompletedProcess:
     """Run ``python -m ascendflow ARGS`` in ``cwd`` and capture its output."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("HYDRA_FULL_ERROR", None)
+    full_env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "ascendflow", *args], cwd=cwd, env=full_env, text=True,
                           capture_output=True, timeout=timeout)
 

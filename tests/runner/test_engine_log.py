@@ -1,0 +1,33 @@
+"""Parsing of vLLM's start-up log lines (formats from vllm/v1/core/kv_cache_utils.py, gpu_model_runner.py)."""
+
+from __future__ import annotations
+
+from ascendflow.runner.bench import progress_from_log
+from ascendflow.runner.engine_log import parse_engine_log
+
+CPU_LINE = ("(EngineCore pid=4726) INFO 11-29 16:31:05 [kv_cache_utils.py:2327] CPU KV cache size: 46,592 tokens, "
+            "Maximum concurrency for 2,048 tokens per request: 22.75x")
+NPU_LINES = ("INFO [gpu_model_runner.py:5150] Model loading took 7.63 GiB memory and 12.500000 seconds\n"
+             "INFO [kv_cache_utils.py:1100] NPU KV cache size: 182,784 tokens, Maximum concurrency for 4,096 tokens "
+             "per request: 44.62x\n")
+
+
+def test_cpu_kv_line():
+    facts = parse_engine_log("noise\n" + CPU_LINE + "\nmore noise")
+    assert facts == {"kv_cache_pool": "CPU", "reported_kv_cache_tokens": 46_592, "reported_max_model_len": 2048,
+                     "reported_max_concurrency": 22.75}
+
+
+def test_npu_kv_and_model_load_lines():
+    facts = parse_engine_log(NPU_LINES)
+    assert facts["reported_kv_cache_tokens"] == 182_784 and facts["kv_cache_pool"] == "NPU"
+    assert facts["model_load_gib"] == 7.63 and facts["model_load_s"] == 12.5
+
+
+def test_no_lines_no_facts():
+    assert parse_engine_log("engine failed before allocating the KV cache") == {}
+
+
+def test_benchmark_progress_is_the_last_tqdm_count():
+    assert progress_from_log(" 12%|█▎        | 1/8 [00:02<00:14,  2.03s/it] 38%|███▊      | 3/8 [00:03<00:05") == (3, 8)
+    assert progress_from_log("Starting main benchmark run...") is None

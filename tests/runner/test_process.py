@@ -1,0 +1,52 @@
+"""ManagedProcess stops whole process groups, even children that ignore SIGTERM (real processes)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import psutil
+
+from ascendflow.runner.process import ManagedProcess
+
+# A parent that spawns a child ignoring SIGTERM, then both sleep: the shape of vLLM's server + engine core.
+STUBBORN = """
+import signal, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('child', flush=True); time.sleep(600)"])
+print("parent", child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_stop_kills_the_group_including_a_child_that_ignores_sigterm(tmp_path):
+    log = tmp_path / "proc.log"
+    with ManagedProcess([sys.executable, "-c", STUBBORN], {}, log, grace_s=1.0) as proc:
+        assert _wait_for(lambda: "child" in log.read_text() and "parent" in log.read_text())
+        child_pid = int(log.read_text().split("parent ")[1].split()[0])
+        parent_pid = proc.proc.pid
+        assert psutil.pid_exists(child_pid)
+    assert proc.returncode is not None
+    assert _wait_for(lambda: not psutil.pid_exists(child_pid)
+                     or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE)
+    assert not psutil.pid_exists(parent_pid) or psutil.Process(parent_pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_stop_on_exception_inside_the_block(tmp_path):
+    log = tmp_path / "proc.log"
+    try:
+        with ManagedProcess([sys.executable, "-c", "import time; time.sleep(600)"], {}, log, grace_s=1.0) as proc:
+            pid = proc.proc.pid
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    assert proc.returncode is not None and not psutil.pid_exists(pid)
