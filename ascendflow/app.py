@@ -24,7 +24,6 @@ from ascendflow.runner.server import EngineStartError
 from ascendflow.schema import ConfigError, RunSpec, load_spec
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking import TrackedRun
-from ascendflow.tracking.mlflow_run import bench_metrics
 
 
 class _Terminated(Exception):

@@ -43,13 +43,14 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
     """Rows of the end-of-run table: target, KV plan vs report, throughput and latencies."""
     m = record["metrics"]
     kv = plan.kv_cache
+    mem = plan.memory
     rows = {
         "target": f"{plan.target.hardware} × {plan.target.nodes} node(s), model {plan.model['id']}",
         "KV cache (plan)": f"{kv.tokens:,} tokens = {kv.num_blocks:,} blocks × {kv.block_size} "
                            f"({kv.bytes_per_token:,} B/token, {kv.attention}); "
                            f"{kv.max_concurrency:.1f}× max_model_len",
-        "memory (plan)": f"weights {plan.memory.weights_bytes / GIB:.2f} GiB, KV {plan.memory.kv_cache_bytes / GIB:.2f} "
-                         f"GiB of {plan.memory.device_total_bytes / GIB:.1f} GiB",
+        "memory (plan)": f"weights {mem.weights_bytes / GIB:.2f} GiB, "
+                         f"KV {mem.kv_cache_bytes / GIB:.2f} GiB of {mem.device_total_bytes / GIB:.1f} GiB",
     }
     if "reported_kv_cache_tokens" in m:
         rows["KV cache (engine)"] = (f"{int(m['reported_kv_cache_tokens']):,} tokens "

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ascendflow.compiler.dtypes import DTYPE_BYTES
 from ascendflow.compiler.graph import graph_plan
 from ascendflow.compiler.kv_budget import kv_cache_plan
 from ascendflow.compiler.launch import BASE_ENV, serve_command
 from ascendflow.compiler.plan import MemoryPlan, Plan, TargetPlan, WorkerPlan, plan_hash
 from ascendflow.compiler.topology import check_parallel, place_nodes
 from ascendflow.compiler.weights import weight_bytes_per_device
-from ascendflow.compiler.dtypes import DTYPE_BYTES
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec

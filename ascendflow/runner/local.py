@@ -14,7 +14,7 @@ from ascendflow.compiler import Plan
 from ascendflow.runner.bench import bench_argv, progress_from_log
 from ascendflow.runner.engine_log import log_tail, parse_engine_log_file
 from ascendflow.runner.process import ManagedProcess
-from ascendflow.runner.server import EngineStartError, engine_env, free_port, local_argv, wait_healthy
+from ascendflow.runner.server import RUN_DIR_ENV, EngineStartError, engine_env, free_port, local_argv, wait_healthy
 from ascendflow.runner.workload import chat_requests
 from ascendflow.schema.spec import RunSpec
 
@@ -41,7 +41,7 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
     argv = local_argv(plan, host, port)
     log_path = run_dir / "engine.log"
     (run_dir / "serve_command.txt").write_text(" ".join(argv) + "\n")
-    with ManagedProcess(argv, engine_env(plan), log_path, spec.run.shutdown_grace_s) as server:
+    with ManagedProcess(argv, engine_env(plan, run_dir), log_path, spec.run.shutdown_grace_s) as server:
         status(f"engine starting on {host}:{port} (log: {log_path})")
         start_s = wait_healthy(server, f"http://{host}:{port}/health", spec.run.health_timeout_s,
                                tick=lambda s: status(f"waiting for the engine's /health … {s:.0f} s"))
@@ -59,7 +59,8 @@ def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
     """Run vLLM's benchmark client in a child process (output in ``bench.log``); returns ``benchmark.json``."""
     log_path = run_dir / "bench.log"
     argv = [sys.executable, "-m", "ascendflow.runner.bench", *args]
-    with ManagedProcess(argv, dict(os.environ), log_path, spec.run.shutdown_grace_s) as client:
+    env = {**os.environ, RUN_DIR_ENV: str(run_dir)}
+    with ManagedProcess(argv, env, log_path, spec.run.shutdown_grace_s) as client:
         while client.returncode is None:
             done = progress_from_log(log_path.read_text(errors="replace")) if log_path.exists() else None
             status(f"benchmark {done[0]}/{done[1]} requests" if done else "benchmark starting")
@@ -99,7 +100,7 @@ def run_offline(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dic
     log_path = run_dir / "engine.log"
     argv = [sys.executable, "-m", "ascendflow.runner.offline_worker", str(run_dir / "plan.json"),
             str(requests_path), str(out_path)]
-    with ManagedProcess(argv, engine_env(plan), log_path, spec.run.shutdown_grace_s) as worker:
+    with ManagedProcess(argv, engine_env(plan, run_dir), log_path, spec.run.shutdown_grace_s) as worker:
         status(f"offline generation with vllm.LLM (log: {log_path})")
         code = worker.wait()
     if code != 0 or not out_path.exists():

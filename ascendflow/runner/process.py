@@ -50,14 +50,15 @@ class ManagedProcess:
         assert self.proc is not None
         return self.proc.wait(timeout)
 
-    def _group_alive(self, pgid: int) -> bool:
+    @staticmethod
+    def _group_alive(pgid: int) -> bool:
+        """True while any process of the group exists (the leader must be reaped first: ``proc.poll()``)."""
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
             return False
         except PermissionError:
             return True
-        # Zombies of our own leader count as gone once reaped.
         return True
 
     def stop(self) -> None:

@@ -42,11 +42,17 @@ def local_argv(plan: Plan, host: str, port: int) -> list[str]:
     return argv
 
 
-def engine_env(plan: Plan) -> dict[str, str]:
-    """This process's environment plus the plan's common and node-0 worker environment, without overriders."""
+#: Set in every engine process's environment (inherited by vLLM's workers) to find strays of a run.
+RUN_DIR_ENV = "ASCENDFLOW_RUN_DIR"
+
+
+def engine_env(plan: Plan, run_dir: Path) -> dict[str, str]:
+    """This process's environment plus the plan's common and node-0 worker environment, without overriders, and
+    ``ASCENDFLOW_RUN_DIR=<run_dir>`` so every process of the run can be found by its environment."""
     env = {k: v for k, v in os.environ.items() if k not in OVERRIDING_ENV}
     env.update(plan.env)
     env.update(plan.workers[0].env)
+    env[RUN_DIR_ENV] = str(run_dir)
     return env
 
 

@@ -61,8 +61,9 @@ class TrackedRun:
         """Log finite numeric metrics."""
         if not self.enabled or not metrics:
             return
-        from mlflow.entities import Metric
         import time
+
+        from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
         items = [Metric(k, v, now, 0) for k, v in numeric_metrics(metrics).items()]

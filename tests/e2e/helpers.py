@@ -43,14 +43,16 @@ def artifact_paths(uri: str, run_id: str, path: str = "") -> set[str]:
     return out
 
 
-def leftover_engine_processes(marker: str) -> list[str]:
-    """Command lines of live processes that mention ``marker`` (e.g. the run directory or the model path)."""
+def leftover_engine_processes(run_dir: Path) -> list[str]:
+    """Command lines of live processes started for ``run_dir`` (marked by ``ASCENDFLOW_RUN_DIR`` in their
+    environment, which vLLM's engine-core and worker processes inherit)."""
     found = []
     for proc in psutil.process_iter(["cmdline", "status"]):
         try:
-            cmd = " ".join(proc.info["cmdline"] or [])
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get("ASCENDFLOW_RUN_DIR") == str(run_dir):
+                found.append(" ".join(proc.info["cmdline"] or []))
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if marker in cmd and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(cmd)
     return found

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import (artifact_paths, leftover_engine_processes, mlflow_runs, read_json,
-                               single_run_dir)
+from tests.e2e.helpers import artifact_paths, leftover_engine_processes, mlflow_runs, read_json, single_run_dir
 
 pytestmark = pytest.mark.e2e
 
@@ -56,5 +55,4 @@ def test_default_main_job_serves_benchmarks_and_records(tmp_path, mlflow_uri):
         assert expected in artifacts, artifacts
 
     assert "mlflow ui --backend-store-uri " + mlflow_uri in proc.stdout
-    assert leftover_engine_processes(str(run_dir)) == []
-    assert leftover_engine_processes(plan["engine_args"]["model"]) == []
+    assert leftover_engine_processes(run_dir) == []

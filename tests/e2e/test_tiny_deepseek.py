@@ -33,4 +33,4 @@ def test_tiny_deepseek_mla_kv_prediction_matches_engine(tmp_path, mlflow_uri):
     assert run.info.status == "FINISHED"
     assert run.data.tags["recipe"] == "tiny_deepseek_cpu"
     assert run.data.metrics["kv_cache_tokens_rel_error"] <= 0.01
-    assert leftover_engine_processes(str(run_dir)) == []
+    assert leftover_engine_processes(run_dir) == []

@@ -1,0 +1,56 @@
+"""End to end: Ctrl-C during engine start leaves no process behind; offline mode runs vllm.LLM with the plan."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import run_ascendflow
+from tests.e2e.helpers import leftover_engine_processes, mlflow_runs, read_json, single_run_dir
+
+pytestmark = pytest.mark.e2e
+
+
+def test_ctrl_c_during_engine_start_stops_everything_and_ends_the_run_killed(tmp_path, mlflow_uri):
+    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_uri}
+    proc = subprocess.Popen([sys.executable, "-m", "ascendflow"], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 300
+        engine = []
+        while time.monotonic() < deadline and len(engine) < 2:  # API server + engine core running
+            time.sleep(1)
+            runs = list(tmp_path.glob("outputs/runs/*/*"))
+            engine = leftover_engine_processes(runs[0]) if runs else []
+        assert len(engine) >= 2, "the engine never started"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted" in err
+    run_dir = single_run_dir(tmp_path)
+    time.sleep(1)
+    assert leftover_engine_processes(run_dir) == []
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "KILLED"
+
+
+def test_offline_mode_generates_with_the_plans_engine_args(tmp_path, mlflow_uri):
+    proc = run_ascendflow(["run.mode=offline", "workload.num_prompts=4"], cwd=tmp_path,
+                          env={"MLFLOW_TRACKING_URI": mlflow_uri})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir = single_run_dir(tmp_path)
+    result = read_json(run_dir / "result.json")
+    plan = read_json(run_dir / "plan.json")
+    assert result["benchmark"]["completed"] == 4 and result["benchmark"]["output_throughput"] > 0
+    assert result["reported_kv_cache_tokens"] == plan["kv_cache"]["tokens"]
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "FINISHED" and run.data.tags["run.mode"] == "offline"
+    assert leftover_engine_processes(run_dir) == []
