@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
 RECIPES = REPO / "recipes" / "recipe"
-GROUPS = ("hardware", "model", "parallel", "quantization", "engine", "graph", "workload", "tracking", "run")
+GROUPS = ("hardware", "model", "parallel", "quantization", "engine", "graph", "ascend", "workload", "tracking", "run")
 
 
 def compose_config(overrides: list[str] | None = None) -> dict[str, Any]:

@@ -44,20 +44,23 @@ def devices_per_dp_rank(parallel: ParallelSpec) -> int:
 
 
 def place_nodes(parallel: ParallelSpec, hardware: HardwareSpec) -> list[tuple[int, int, int, list[int]]]:
-    """Place DP ranks on nodes, filling each node's devices in order (vLLM runs one server per node with
+    """Spread DP ranks evenly over ``parallel.nodes`` nodes (vLLM runs one server per node with
     ``--data-parallel-size-local`` ranks; ``shared/reference/vllm_ascend.md`` §7).
 
     Returns:
-        ``(node_rank, first_dp_rank, local_dp_ranks, devices)`` per node used, devices being local indices.
+        ``(node_rank, first_dp_rank, local_dp_ranks, devices)`` per node, devices being local indices.
+
+    Raises:
+        ConfigError: DP not divisible by the node count, or a node's share larger than its devices.
     """
-    per_rank = devices_per_dp_rank(parallel)
-    ranks_per_node = max(1, hardware.devices_per_node // per_rank)
-    nodes = []
-    start = 0
-    node = 0
-    while start < parallel.data_parallel_size:
-        local = min(ranks_per_node, parallel.data_parallel_size - start)
-        nodes.append((node, start, local, list(range(local * per_rank))))
-        start += local
-        node += 1
-    return nodes
+    nodes, dp = parallel.nodes, parallel.data_parallel_size
+    if dp % nodes:
+        raise ConfigError("parallel.nodes", nodes, f"must divide data_parallel_size ({dp}): each node runs the same "
+                                                   "number of DP ranks (--data-parallel-size-local)")
+    local = dp // nodes
+    per_node = local * devices_per_dp_rank(parallel)
+    if per_node > hardware.devices_per_node:
+        raise ConfigError("parallel.nodes", nodes, f"{local} DP rank(s) × TP×PP {devices_per_dp_rank(parallel)} = "
+                                                   f"{per_node} devices per node, but hardware={hardware.name} has "
+                                                   f"{hardware.devices_per_node}")
+    return [(node, node * local, local, list(range(per_node))) for node in range(nodes)]

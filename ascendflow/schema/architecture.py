@@ -44,6 +44,8 @@ class ModelArchitecture(BaseModel):
     moe_intermediate_size: int | None = None
     n_shared_experts: int | None = None
     first_k_dense_replace: int | None = None
+    num_nextn_predict_layers: int | None = None
+    attention_bias: bool = False
 
     @classmethod
     def from_hf_config(cls, config: Mapping[str, Any]) -> "ModelArchitecture":
@@ -67,6 +69,20 @@ class ModelArchitecture(BaseModel):
     def attention_head_dim(self) -> int:
         """``head_dim``, defaulting to ``hidden_size / num_attention_heads`` as transformers does."""
         return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def has_qkv_bias(self) -> bool:
+        """Q/K/V projections carry a bias (Qwen2/Qwen2.5: always; others: ``attention_bias``)."""
+        return self.model_type == "qwen2" or self.attention_bias
+
+    @property
+    def has_qk_norm(self) -> bool:
+        """Per-head RMSNorm on Q and K (Qwen3, Qwen3-MoE)."""
+        return self.model_type in ("qwen3", "qwen3_moe")
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Layer ``layer`` (0-based) has routed experts: MoE models after ``first_k_dense_replace`` dense layers."""
+        return self.routed_experts > 0 and layer >= (self.first_k_dense_replace or 0)
 
     @property
     def routed_experts(self) -> int:

@@ -24,6 +24,10 @@ class EngineSpec(Spec):
         dtype: model dtype; ``auto`` takes the checkpoint's ``torch_dtype``.
         seed: engine random seed.
         enforce_eager: run without graph capture or ``torch.compile`` (same effect as ``graph=eager``).
+        num_speculative_tokens: draft tokens per step with multi-token prediction (``speculative_config``); 0: off.
+        speculative_method: vLLM speculative method for MTP (``deepseek_mtp`` for DeepSeek-V3/R1).
+        pin_kv_cache_memory: emit ``kv_cache_memory_bytes`` = requested − weights − activation − non-torch − graph
+            − 150 MiB margin, so graph memory is reserved explicitly (vllm-ascend PR #8289's suggested value).
     """
 
     max_model_len: int | None = Field(default=None, ge=1)
@@ -37,3 +41,6 @@ class EngineSpec(Spec):
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
     seed: int = Field(default=0, ge=0)
     enforce_eager: bool = False
+    num_speculative_tokens: int = Field(default=0, ge=0)
+    speculative_method: Literal["deepseek_mtp", "mtp"] | None = None
+    pin_kv_cache_memory: bool = False

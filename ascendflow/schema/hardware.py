@@ -11,16 +11,6 @@ from ascendflow.schema.base import Spec
 DType = Literal["bfloat16", "float16", "float32"]
 
 
-class EngineVersions(Spec):
-    """One installable software row (``shared/reference/vllm_ascend.md`` §1); ``None``: not part of the row."""
-
-    vllm: str
-    vllm_ascend: str | None = None
-    torch: str
-    torch_npu: str | None = None
-    cann: str | None = None
-
-
 class HardwareSpec(Spec):
     """A node type.
 
@@ -42,8 +32,15 @@ class HardwareSpec(Spec):
         default_max_num_batched_tokens: vLLM's default for the OpenAI server on this device, per device of the
             world size (``vllm/engine/arg_utils.py`` ``get_batch_defaults``).
         default_max_num_seqs: the same for ``max_num_seqs``.
-        engine: the software row this hardware is planned for (versions of vllm, vllm_ascend, torch, torch_npu,
-            cann; ``None`` where not used).
+        software: the row of the version matrix the plan targets (``ascendflow/compiler/data/version_matrix.yaml``),
+            e.g. ``vllm-ascend==0.23.0``; override with ``hardware.software=...``.
+        max_piecewise_capture_sizes: most capture sizes kept in piecewise graph modes (Ascend 950: 4; reference §4).
+        non_torch_bytes: per-device memory outside torch's allocator at run time (runtime, communication buffers
+            besides HCCL's), bytes; the communicators' ``HCCL_BUFFSIZE`` is added by the compiler.
+        multinode_moe_env: extra environment for multi-node MoE with expert parallel (A2:
+            ``HCCL_INTRA_PCIE_ENABLE=1``, ``HCCL_INTRA_ROCE_ENABLE=0``; reference §6).
+        peak_tflops_bf16: optional dense bf16 peak, TFLOPS (user-supplied; not documented by vllm-ascend).
+        memory_bandwidth_gbps: optional device memory bandwidth, GB/s (user-supplied).
     """
 
     name: str
@@ -58,4 +55,9 @@ class HardwareSpec(Spec):
     visible_devices_env: str | None = None
     default_max_num_batched_tokens: int = Field(ge=1)
     default_max_num_seqs: int = Field(ge=1)
-    engine: EngineVersions
+    software: str
+    max_piecewise_capture_sizes: int | None = Field(default=None, ge=1)
+    non_torch_bytes: int = Field(default=0, ge=0)
+    multinode_moe_env: dict[str, str] = Field(default_factory=dict)
+    peak_tflops_bf16: float | None = Field(default=None, gt=0)
+    memory_bandwidth_gbps: float | None = Field(default=None, gt=0)

@@ -16,6 +16,11 @@ class ParallelSpec(Spec):
         data_parallel_size: DP degree (replicas).
         enable_expert_parallel: shard MoE experts over TP × DP instead of TP.
         nodes: number of nodes the deployment spans.
+        node_addresses: IP address of each node (node 0 first): node 0's is ``--data-parallel-address`` and
+            ``HCCL_IF_IP`` per node. Empty: launch scripts require ``ASCENDFLOW_NODE<k>_IP`` at launch time.
+        nic_name: network interface used by HCCL/GLOO/TP sockets on every node (``GLOO_SOCKET_IFNAME``...). ``None``:
+            launch scripts require ``ASCENDFLOW_NIC`` at launch time.
+        data_parallel_rpc_port: vLLM ``--data-parallel-rpc-port`` on node 0.
     """
 
     tensor_parallel_size: int = Field(default=1, ge=1)
@@ -23,6 +28,9 @@ class ParallelSpec(Spec):
     data_parallel_size: int = Field(default=1, ge=1)
     enable_expert_parallel: bool = False
     nodes: int = Field(default=1, ge=1)
+    node_addresses: tuple[str, ...] = ()
+    nic_name: str | None = None
+    data_parallel_rpc_port: int = Field(default=13389, ge=1, le=65535)
 
     @property
     def world_size(self) -> int:

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
+from ascendflow.schema.ascend import AscendSpec
 from ascendflow.schema.base import Spec
 from ascendflow.schema.engine import EngineSpec
 from ascendflow.schema.errors import format_validation_error
@@ -28,6 +29,7 @@ class RunSpec(Spec):
     quantization: QuantizationSpec
     engine: EngineSpec
     graph: GraphSpec
+    ascend: AscendSpec
     workload: WorkloadSpec
     tracking: TrackingSpec
     run: RunOptions

@@ -1,0 +1,66 @@
+"""Environment pass: the variables every node exports, and each worker's own (``shared/reference/vllm_ascend.md`` §6).
+
+Values unknown at compile time (node addresses, NIC name) are written as ``${ASCENDFLOW_...}`` references; the launch
+scripts refuse to start until they are set (``${VAR:?...}``), so no placeholder is ever used silently.
+"""
+
+from __future__ import annotations
+
+from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.spec import RunSpec
+
+NIC_REF = "${ASCENDFLOW_NIC}"
+
+
+def node_address(spec: RunSpec, node: int) -> str:
+    """Node ``node``'s IP from ``parallel.node_addresses``, else the reference ``${ASCENDFLOW_NODE<k>_IP}``."""
+    addresses = spec.parallel.node_addresses
+    return addresses[node] if node < len(addresses) else f"${{ASCENDFLOW_NODE{node}_IP}}"
+
+
+def common_env(spec: RunSpec, *, graphs_on: bool) -> dict[str, str]:
+    """Environment shared by every node.
+
+    Raises:
+        ConfigError: ``ASCEND_LAUNCH_BLOCKING=1`` with graph capture on (rejected by vllm-ascend), or node addresses
+            that do not match ``parallel.nodes``.
+    """
+    hw, asc, par = spec.hardware, spec.ascend, spec.parallel
+    env = dict(asc.env) if hw.kind == "npu" else {}
+    if hw.kind == "cpu":
+        return {"VLLM_LOGGING_LEVEL": "INFO"}
+    if hw.kind == "gpu":
+        return {"VLLM_LOGGING_LEVEL": "INFO", **env}
+    if graphs_on and env.get("ASCEND_LAUNCH_BLOCKING") == "1":
+        raise ConfigError("ascend.env.ASCEND_LAUNCH_BLOCKING", "1",
+                          "is rejected by vllm-ascend while graph capture is on; use graph=eager to debug with it")
+    if par.node_addresses and len(par.node_addresses) != par.nodes:
+        raise ConfigError("parallel.node_addresses", list(par.node_addresses),
+                          f"needs one address per node (parallel.nodes={par.nodes})")
+    env.update({
+        "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
+        "TASK_QUEUE_ENABLE": "1",
+        "OMP_PROC_BIND": "false",
+        "OMP_NUM_THREADS": str(asc.omp_num_threads),
+        "HCCL_BUFFSIZE": str(asc.hccl_buffsize_mb),
+        "HCCL_CONNECT_TIMEOUT": str(asc.hccl_connect_timeout_s),
+        "HCCL_EXEC_TIMEOUT": str(asc.hccl_exec_timeout_s),
+        "VLLM_LOGGING_LEVEL": "INFO",
+    })
+    if asc.hccl_op_expansion_mode_aiv:
+        env["HCCL_OP_EXPANSION_MODE"] = "AIV"
+    if par.nodes > 1:
+        nic = par.nic_name or NIC_REF
+        env.update({"HCCL_SOCKET_IFNAME": nic, "GLOO_SOCKET_IFNAME": nic, "TP_SOCKET_IFNAME": nic})
+        if par.enable_expert_parallel:
+            env.update(hw.multinode_moe_env)
+    return env
+
+
+def worker_env(spec: RunSpec, node: int, devices: list[int]) -> dict[str, str]:
+    """Per-node environment: visible devices and, on multi-node Ascend, ``HCCL_IF_IP``."""
+    hw = spec.hardware
+    env = {hw.visible_devices_env: ",".join(map(str, devices))} if hw.visible_devices_env else {}
+    if hw.kind == "npu" and spec.parallel.nodes > 1:
+        env["HCCL_IF_IP"] = node_address(spec, node)
+    return env

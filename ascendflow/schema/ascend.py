@@ -1,0 +1,61 @@
+"""vllm-ascend option (``conf/ascend/*.yaml``): the plugin's ``additional_config`` and the node environment bundle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from ascendflow.schema.base import Spec
+
+
+class AdditionalConfig(Spec):
+    """Typed ``--additional-config`` keys of vllm-ascend (``vllm_ascend/ascend_config.py``); ``None`` is not emitted.
+
+    Every emitted key is checked against the key set of the target vllm-ascend version
+    (``ascendflow/compiler/data/additional_config_keys.yaml``): vllm-ascend silently ignores unknown keys.
+
+    Attributes:
+        enable_shared_expert_dp: run shared experts data-parallel (capture sizes must be multiples of TP).
+        multistream_overlap_shared_expert: overlap shared experts on a second stream (one more stream per graph).
+        recompute_scheduler_enable: recompute scheduler (prefill/decode disaggregation decode nodes).
+        enable_kv_nz: NZ layout for the KV cache.
+        other: further keys, passed through as given (validated by name against the version's key set).
+    """
+
+    enable_shared_expert_dp: bool | None = None
+    multistream_overlap_shared_expert: bool | None = None
+    recompute_scheduler_enable: bool | None = None
+    enable_kv_nz: bool | None = None
+    other: dict[str, Any] = Field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The keys to emit (typed ones that are set, then ``other``)."""
+        typed = {k: v for k, v in self.model_dump(exclude={"other"}).items() if v is not None}
+        return {**typed, **self.other}
+
+
+class AscendSpec(Spec):
+    """vllm-ascend settings: ``additional_config`` and the environment bundle of every node
+    (``shared/reference/vllm_ascend.md`` §6).
+
+    Attributes:
+        name: option name.
+        additional_config: typed ``--additional-config`` keys.
+        hccl_op_expansion_mode_aiv: ``HCCL_OP_EXPANSION_MODE=AIV`` (nearly every recipe; changes the stream budget).
+        hccl_buffsize_mb: ``HCCL_BUFFSIZE`` in MB per communicator (200–2560; MoE/EP needs more).
+        omp_num_threads: ``OMP_NUM_THREADS`` (1–10 in recipes).
+        hccl_connect_timeout_s / hccl_exec_timeout_s: ``HCCL_CONNECT_TIMEOUT`` / ``HCCL_EXEC_TIMEOUT`` (120–600 s).
+        enable_sequence_parallelism: vLLM's sequence-parallel pass (capture sizes must be multiples of TP).
+        env: further environment variables for every node (``ASCEND_LAUNCH_BLOCKING=1`` is refused with graphs).
+    """
+
+    name: str = "default"
+    additional_config: AdditionalConfig = Field(default_factory=AdditionalConfig)
+    hccl_op_expansion_mode_aiv: bool = True
+    hccl_buffsize_mb: int = Field(default=200, ge=1)
+    omp_num_threads: int = Field(default=10, ge=1)
+    hccl_connect_timeout_s: int = Field(default=120, ge=1)
+    hccl_exec_timeout_s: int = Field(default=300, ge=1)
+    enable_sequence_parallelism: bool = False
+    env: dict[str, str] = Field(default_factory=dict)
