@@ -16,7 +16,7 @@ from ascendflow import console
 from ascendflow.compiler import Plan, compile_plan
 from ascendflow.models.errors import ModelNotFoundError
 from ascendflow.models.resolve import resolve_model
-from ascendflow.report import result_record, summary_rows
+from ascendflow.report import kv_capacity_line, result_record, summary_rows
 from ascendflow.runner.artifacts import write_json, write_plan
 from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes, hardware_present
 from ascendflow.runner.local import run_offline, serve_and_benchmark
@@ -87,8 +87,10 @@ def run_job(cfg: DictConfig) -> float | None:
         write_json(run_dir / "result.json", record)
         tracked.log_metrics({**_plan_metrics(plan), **record["metrics"]})
         tracked.end("FINISHED", run_dir)
+        console.memory_waterfall(plan.memory.model_dump(), kv_capacity_line(plan))
         console.summary(f"ascendflow · {mode} · plan {plan.plan_hash}", summary_rows(plan, record, written),
                         _footer(tracked, run_dir))
+        console.warn_lines(plan.warnings)
         return record["metrics"].get("output_throughput")
     except ConfigError as exc:
         return _bad_input(exc, tracked, run_dir)

@@ -52,3 +52,40 @@ def summary(title: str, rows: Mapping[str, str], footer: list[str]) -> None:
     console.print(table)
     for line in footer:
         console.print(line, soft_wrap=True, markup=False)
+
+
+def memory_waterfall(memory: Mapping[str, int], kv_line: str, width: int = 34) -> None:
+    """Per-device memory waterfall at the bottleneck device (GiB and a bar per component), then the KV capacity line.
+
+    Args:
+        memory: the plan's ``memory`` section (bytes).
+        kv_line: "KV capacity: N blocks × B = T tokens, max concurrency C at max_model_len=L".
+        width: bar width in characters for the whole device.
+    """
+    gib = 1 << 30
+    total = memory["device_total_bytes"]
+    used = sum(memory[k] for k in ("weights_bytes", "activation_bytes", "non_torch_bytes", "kv_cache_bytes"))
+    rows = [("weights", memory["weights_bytes"], "cyan"), ("activation (peak)", memory["activation_bytes"], "yellow"),
+            ("non-torch", memory["non_torch_bytes"], "magenta"), ("graph (not reserved)", memory["graph_bytes"], "blue"),
+            ("KV cache", memory["kv_cache_bytes"], "green"), ("free", max(0, total - used), "white")]
+    table = Table(title=f"memory per device (bottleneck), {total / gib:.2f} GiB total, requested "
+                        f"{memory['requested_bytes'] / gib:.2f} GiB", title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_column()
+    offset = 0
+    for name, size, colour in rows:
+        cells = max(0, round(width * size / total)) if total else 0
+        start = round(width * offset / total) if total else 0
+        bar = " " * start + f"[{colour}]" + "█" * cells + "[/]"
+        table.add_row(name, f"{size / gib:8.2f} GiB", bar)
+        if name != "graph (not reserved)":
+            offset += size
+    console.print(table)
+    console.print(kv_line, soft_wrap=True)
+
+
+def warn_lines(warnings: list[str]) -> None:
+    """Print the plan's warnings, one per line."""
+    for w in warnings:
+        console.print(f"[yellow]warning:[/] {w}", soft_wrap=True)

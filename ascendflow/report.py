@@ -43,14 +43,13 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
     """Rows of the end-of-run table: target, KV plan vs report, throughput and latencies."""
     m = record["metrics"]
     kv = plan.kv_cache
-    mem = plan.memory
     rows = {
-        "target": f"{plan.target.hardware} × {plan.target.nodes} node(s), model {plan.model['id']}",
-        "KV cache (plan)": f"{kv.tokens:,} tokens = {kv.num_blocks:,} blocks × {kv.block_size} "
-                           f"({kv.bytes_per_token:,} B/token, {kv.attention}); "
-                           f"{kv.max_concurrency:.1f}× max_model_len",
-        "memory (plan)": f"weights {mem.weights_bytes / GIB:.2f} GiB, "
-                         f"KV {mem.kv_cache_bytes / GIB:.2f} GiB of {mem.device_total_bytes / GIB:.1f} GiB",
+        "target": f"{plan.target.hardware} × {plan.target.nodes} node(s), model {plan.model['id']}, "
+                  f"{plan.target.engine['row']}",
+        "KV cache (plan)": f"{kv.tokens:,} tokens ({kv.bytes_per_token:,} B/token, {kv.attention})",
+        "graph": f"{plan.graph.cudagraph_mode}, {len(plan.graph.capture_sizes)} capture sizes"
+                 + (f" ({plan.graph.capture_sizes[0]}…{plan.graph.capture_sizes[-1]})" if plan.graph.capture_sizes
+                    else ""),
     }
     if "reported_kv_cache_tokens" in m:
         rows["KV cache (engine)"] = (f"{int(m['reported_kv_cache_tokens']):,} tokens "
@@ -64,8 +63,14 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
             rows[name.upper() + " (ms)"] = (f"mean {m[f'mean_{name}_ms']:.1f}, median {m[f'median_{name}_ms']:.1f}, "
                                             f"p99 {m[f'p99_{name}_ms']:.1f}")
     rows["plan"] = str(written["plan"])
-    rows["launch"] = ", ".join(str(p) for k, p in written.items() if k != "plan")
-    for warning in plan.warnings:
-        rows.setdefault("warnings", "")
-        rows["warnings"] += warning + " "
+    rows["launch"] = ", ".join(p.name for k, p in written.items() if k != "plan") + " in " + str(
+        written["plan"].parent / "launch")
     return rows
+
+
+def kv_capacity_line(plan: Plan) -> str:
+    """``KV capacity: <blocks> blocks × <block> = <tokens> tokens; max concurrency <x> at max_model_len=<L>``."""
+    kv = plan.kv_cache
+    return (f"KV capacity: {kv.num_blocks:,} blocks × {kv.block_size} tokens = {kv.num_blocks * kv.block_size:,} "
+            f"tokens (vLLM reports {kv.tokens:,}); max concurrency {kv.max_concurrency:.2f} at "
+            f"max_model_len={plan.engine_args['max_model_len']:,}")

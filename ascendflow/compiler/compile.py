@@ -37,6 +37,13 @@ def _resolve_limits(spec: RunSpec, arch: ModelArchitecture) -> tuple[int, int, i
     if eng.enable_chunked_prefill is False and max_num_batched_tokens < max_model_len:
         raise ConfigError("engine.max_num_batched_tokens", max_num_batched_tokens,
                           f"must be >= engine.max_model_len ({max_model_len}) when chunked prefill is off")
+    w = spec.workload
+    if w.dataset != "chat":
+        longest = w.random_input_len + (w.prefix_suffix_len if w.dataset == "prefix_repetition" else 0)
+        if longest + w.random_output_len > max_model_len:
+            raise ConfigError("workload.random_input_len", w.random_input_len,
+                              f"requests of {longest} input + {w.random_output_len} output tokens exceed "
+                              f"engine.max_model_len={max_model_len}; vLLM would reject every one")
     block_size = eng.block_size or hw.kv_block_size
     if block_size % hw.kv_block_size_multiple:
         raise ConfigError("engine.block_size", eng.block_size,

@@ -37,6 +37,12 @@ def bench_argv(workload: WorkloadSpec, *, base_url: str, served_model_name: str,
     if workload.dataset == "chat":
         dataset = write_chat_dataset(workload, run_dir / "workload" / "chat.jsonl")
         argv += ["--dataset-name", "custom", "--dataset-path", str(dataset), "--custom-output-len", "-1"]
+    elif workload.dataset == "prefix_repetition":
+        argv += ["--dataset-name", "prefix_repetition",
+                 "--prefix-repetition-prefix-len", str(workload.random_input_len),
+                 "--prefix-repetition-suffix-len", str(workload.prefix_suffix_len),
+                 "--prefix-repetition-num-prefixes", str(workload.num_prefixes),
+                 "--prefix-repetition-output-len", str(workload.random_output_len)]
     else:
         argv += ["--dataset-name", "random", "--random-input-len", str(workload.random_input_len),
                  "--random-output-len", str(workload.random_output_len)]

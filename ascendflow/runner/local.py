@@ -73,11 +73,19 @@ def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
 
 
 def offline_requests(spec: RunSpec, vocab_size: int) -> dict[str, Any]:
-    """Requests for offline generation: chat prompts, or random token ids of ``random_input_len`` (seeded)."""
+    """Requests for offline generation: chat prompts, random token ids of ``random_input_len``, or shared random
+    prefixes plus unique suffixes (``prefix_repetition``); seeded."""
     w = spec.workload
     if w.dataset == "chat":
         return {"requests": chat_requests(w), "ignore_eos": w.ignore_eos}
     rng = random.Random(w.seed)
+    if w.dataset == "prefix_repetition":
+        prefixes = [[rng.randrange(100, vocab_size - 100) for _ in range(w.random_input_len)]
+                    for _ in range(w.num_prefixes)]
+        reqs = [{"prompt_token_ids": prefixes[i % w.num_prefixes]
+                 + [rng.randrange(100, vocab_size - 100) for _ in range(w.prefix_suffix_len)],
+                 "output_tokens": w.random_output_len} for i in range(w.num_prompts)]
+        return {"requests": reqs, "ignore_eos": w.ignore_eos}
     reqs = [{"prompt_token_ids": [rng.randrange(100, vocab_size - 100) for _ in range(w.random_input_len)],
              "output_tokens": w.random_output_len} for _ in range(w.num_prompts)]
     return {"requests": reqs, "ignore_eos": w.ignore_eos}
