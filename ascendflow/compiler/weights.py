@@ -42,8 +42,9 @@ QUANT_SCHEMES: dict[str, tuple[float, int]] = {
 class Tensor:
     """One weight tensor on a rank: ``rows × cols`` elements; ``kind`` decides its dtype under quantization.
 
-    ``kind``: ``float`` (embedding, LM head, norms, router, biases: always the model dtype), ``linear`` (attention and
-    dense MLP projections) or ``expert`` (MoE expert projections).
+    ``kind``: ``float`` (embedding, LM head, norms, router, biases: always the model dtype), ``fp32`` (kept in float32
+    by vLLM, e.g. DeepSeek-V3's ``e_score_correction_bias``), ``linear`` (attention and dense MLP projections) or
+    ``expert`` (MoE expert projections).
     """
 
     name: str
@@ -119,6 +120,8 @@ def _mlp(a: ModelArchitecture, layer: int, tp: int, ep: int) -> Iterator[Tensor]
         return
     experts, inter = a.routed_experts, a.moe_intermediate_size or 0
     yield Tensor("gate (router)", experts, h, "float")
+    if a.topk_method == "noaux_tc":  # vllm/model_executor/models/deepseek_v2.py: float32 parameter
+        yield Tensor("gate.e_score_correction_bias", 1, experts, "fp32")
     if ep > 1:  # whole experts, spread over the EP group
         local, inter_local = -(-experts // ep), inter
     else:
@@ -149,6 +152,8 @@ def rank_tensors(a: ModelArchitecture, layout: Layout) -> Iterator[Tensor]:
 def tensor_bytes(t: Tensor, dtype: str, linear_scheme: str | None, expert_scheme: str | None) -> int:
     """Bytes of one tensor: ``float`` tensors in ``dtype``; ``linear``/``expert`` in their quantization scheme
     (``None``: ``dtype``)."""
+    if t.kind == "fp32":
+        return t.rows * t.cols * 4
     scheme = {"linear": linear_scheme, "expert": expert_scheme}.get(t.kind)
     if scheme is None:
         return t.rows * t.cols * DTYPE_BYTES[dtype]

@@ -45,6 +45,7 @@ class ModelArchitecture(BaseModel):
     n_shared_experts: int | None = None
     first_k_dense_replace: int | None = None
     num_nextn_predict_layers: int | None = None
+    topk_method: str | None = None
     attention_bias: bool = False
 
     @classmethod

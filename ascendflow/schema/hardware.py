@@ -33,7 +33,7 @@ class HardwareSpec(Spec):
             world size (``vllm/engine/arg_utils.py`` ``get_batch_defaults``).
         default_max_num_seqs: the same for ``max_num_seqs``.
         software: the row of the version matrix the plan targets (``ascendflow/compiler/data/version_matrix.yaml``),
-            e.g. ``vllm-ascend==0.23.0``; override with ``hardware.software=...``.
+            e.g. ``vllm-ascend-0.23.0``; override with ``hardware.software=...``.
         max_piecewise_capture_sizes: most capture sizes kept in piecewise graph modes (Ascend 950: 4; reference §4).
         non_torch_bytes: per-device memory outside torch's allocator at run time (runtime, communication buffers
             besides HCCL's), bytes; the communicators' ``HCCL_BUFFSIZE`` is added by the compiler.
