@@ -21,6 +21,7 @@ from ascendflow.runner.artifacts import write_json, write_plan
 from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes, hardware_present
 from ascendflow.runner.local import run_offline, serve_and_benchmark
 from ascendflow.runner.server import EngineStartError
+from ascendflow.runner.versions import VersionMismatchError, verify_installed
 from ascendflow.schema import ConfigError, RunSpec, load_spec
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking import TrackedRun
@@ -42,9 +43,14 @@ def _tracking_settings(raw: dict[str, Any]) -> TrackingSpec:
 
 
 def _mode(spec: RunSpec) -> str:
-    if spec.run.mode != "auto":
-        return spec.run.mode
-    return "serve" if hardware_present(spec.hardware) else "plan"
+    present = hardware_present(spec.hardware)
+    if spec.run.mode == "auto":
+        return "serve" if present else "plan"
+    if spec.run.mode != "plan" and not present:
+        raise ConfigError("run.mode", spec.run.mode, f"hardware={spec.hardware.name} ({spec.hardware.kind}) is not "
+                                                     "on this machine; use run.mode=plan (or auto) to write the plan "
+                                                     "and launch scripts for it")
+    return spec.run.mode
 
 
 def run_job(cfg: DictConfig) -> float | None:
@@ -94,7 +100,7 @@ def run_job(cfg: DictConfig) -> float | None:
         return record["metrics"].get("output_throughput")
     except ConfigError as exc:
         return _bad_input(exc, tracked, run_dir)
-    except (EngineStartError, ModelNotFoundError) as exc:
+    except (EngineStartError, ModelNotFoundError, VersionMismatchError) as exc:
         tracked.set_tags({"error": str(exc).splitlines()[0][:500]})
         (run_dir / "error.txt").write_text(f"{exc}\n")
         tracked.end("FAILED", run_dir)
@@ -129,6 +135,7 @@ def _bad_input(exc: ConfigError, tracked: TrackedRun | None, run_dir: Path | Non
 def _execute(mode: str, plan: Plan, spec: RunSpec, run_dir: Path) -> dict[str, Any]:
     if mode == "plan":
         return {}
+    verify_installed(plan.target.engine)
     if mode == "serve":
         with console.step("serve + benchmark (vLLM server, vLLM's benchmark client)") as update:
             return serve_and_benchmark(plan, spec, run_dir, update)

@@ -22,6 +22,8 @@ CASES = [
     (["workload.num_prompts=2.5"], ["workload.num_prompts=2.5", "valid integer"]),
     (["+engine.max_num_sequences=8"], ["engine.max_num_sequences=8", "unknown key"]),
     (["engine.block_size=48"], ["engine.block_size=48", "multiple of 32"]),
+    (["hardware=atlas_800i_a2", "model=qwen3_8b", "run.mode=serve"],
+     ["run.mode='serve'", "hardware=atlas_800i_a2 (npu) is not on this machine", "run.mode=plan"]),
     (["model=qwen3_0_6b"], ["model.id='Qwen/Qwen3-0.6B'", "weights not available locally",
                             "models--Qwen--Qwen3-0.6B", "model.path="]),
     # Ascend plans (no NPU here: compiled in plan mode).
