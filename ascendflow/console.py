@@ -65,9 +65,12 @@ def memory_waterfall(memory: Mapping[str, int], kv_line: str, width: int = 34) -
     gib = 1 << 30
     total = memory["device_total_bytes"]
     used = sum(memory[k] for k in ("weights_bytes", "activation_bytes", "non_torch_bytes", "kv_cache_bytes"))
-    rows = [("weights", memory["weights_bytes"], "cyan"), ("activation (peak)", memory["activation_bytes"], "yellow"),
-            ("non-torch", memory["non_torch_bytes"], "magenta"), ("graph (not reserved)", memory["graph_bytes"], "blue"),
-            ("KV cache", memory["kv_cache_bytes"], "green"), ("free", max(0, total - used), "white")]
+    rows = [("weights", memory["weights_bytes"], "cyan"),
+            ("activation (peak)", memory["activation_bytes"], "yellow"),
+            ("non-torch", memory["non_torch_bytes"], "magenta"),
+            ("graph (not reserved)", memory["graph_bytes"], "blue"),
+            ("KV cache", memory["kv_cache_bytes"], "green"),
+            ("free", max(0, total - used), "white")]
     table = Table(title=f"memory per device (bottleneck), {total / gib:.2f} GiB total, requested "
                         f"{memory['requested_bytes'] / gib:.2f} GiB", title_justify="left", show_header=False)
     table.add_column(style="bold")
