@@ -11,7 +11,7 @@ from ascendflow.compiler.graph import GraphContext, graph_plan
 from ascendflow.compiler.kv_budget import kv_cache_plan
 from ascendflow.compiler.launch import node_argv
 from ascendflow.compiler.memory import GIB, KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes, non_torch_bytes
-from ascendflow.compiler.plan import MemoryPlan, Plan, TargetPlan, WorkerPlan, plan_hash
+from ascendflow.compiler.plan import MemoryPlan, Plan, StagePlan, TargetPlan, WorkerPlan, plan_hash
 from ascendflow.compiler.software import software_row, version_at_least
 from ascendflow.compiler.topology import check_parallel, place_nodes
 from ascendflow.compiler.weights import Layout, pp_partition, weight_bytes
@@ -131,6 +131,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
 
     stages = pp_partition(arch.num_hidden_layers, par.pipeline_parallel_size)
     best = None
+    stage_plans = []
     for index, layers in enumerate(stages):
         layout = Layout(tp=par.tensor_parallel_size, ep=ep, first_stage=index == 0,
                         last_stage=index == len(stages) - 1, layers=layers, pp=par.pipeline_parallel_size)
@@ -152,6 +153,9 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         memory = MemoryPlan(device_total_bytes=device_total, requested_bytes=requested, weights_bytes=weights,
                             activation_bytes=activation, non_torch_bytes=non_torch, graph_bytes=graph_mem,
                             kv_cache_bytes=kv_bytes)
+        stage_plans.append(StagePlan(stage=index, first_layer=layers.start, num_layers=len(layers),
+                                     weights_bytes=weights, activation_bytes=activation, kv_cache_bytes=kv_bytes,
+                                     num_blocks=kv.num_blocks))
         if best is None or kv.num_blocks < best[1].num_blocks:
             best = (memory, kv)
     memory, kv = best
@@ -199,7 +203,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     }
     return Plan(plan_hash=plan_hash(semantic), target=target, model=model, engine_args=engine_args,
                 serve_command=workers[0].command, env=env, workers=workers, memory=memory, kv_cache=kv, graph=graph,
-                warnings=warnings)
+                stages=stage_plans, warnings=warnings)
 
 
 def _engine_args(spec: RunSpec, arch: ModelArchitecture, row: dict, *, model_path: str, dtype: str,

@@ -51,6 +51,19 @@ class MemoryPlan(_Frozen):
     kv_cache_bytes: int
 
 
+class StagePlan(_Frozen):
+    """One pipeline stage's device: its layers and memory (bytes) and KV blocks; the plan's ``memory`` and
+    ``kv_cache`` are those of the stage with the fewest blocks."""
+
+    stage: int
+    first_layer: int
+    num_layers: int
+    weights_bytes: int
+    activation_bytes: int
+    kv_cache_bytes: int
+    num_blocks: int
+
+
 class KVCachePlan(_Frozen):
     """KV cache capacity per device.
 
@@ -95,6 +108,7 @@ class Plan(_Frozen):
     memory: MemoryPlan
     kv_cache: KVCachePlan
     graph: GraphPlan
+    stages: list[StagePlan] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
     def to_json(self) -> str:

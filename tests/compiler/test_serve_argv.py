@@ -6,6 +6,7 @@ import pytest
 
 from ascendflow.compiler import compile_plan
 from ascendflow.compiler.launch import SERVE_PREFIX
+from ascendflow.compiler.software import version_at_least
 from ascendflow.models.resolve import resolve_model
 from ascendflow.schema import load_spec
 from tests.conftest import compose_config, recipe_names
@@ -13,7 +14,11 @@ from tests.conftest import compose_config, recipe_names
 CASES = [[f"+recipe={r}"] for r in recipe_names()] + [
     ["hardware=atlas_800i_a2", "model=qwen3_0_6b", "graph=compiled", "engine.enable_prefix_caching=false",
      "engine.enable_chunked_prefill=true"],
+    ["+recipe=qwen3_32b_w8a8", "hardware.software=vllm-ascend-0.13.0"],
+    ["+recipe=qwen3_235b_w8a8", "parallel.pipeline_parallel_size=2", "parallel.tensor_parallel_size=4"],
 ]
+#: Values only the vllm-ascend plugin registers; checked against its rules instead of vLLM's parser choices.
+ASCEND_ONLY = {("--quantization", "ascend")}
 
 
 def _vllm_server_parser():
@@ -35,11 +40,18 @@ def test_serve_command_parses_with_vllms_parser(overrides):
     assert plan.serve_command[: len(prefix)] == prefix
     # The CPU route ends its prefix with "--model" (api_server module); `vllm serve` takes the model positionally.
     entry = len(prefix) - 1 if prefix[-1] == "--model" else len(prefix)
-    args = _vllm_server_parser().parse_args(plan.serve_command[entry:])
+    argv = plan.serve_command[entry:]
+    for flag, value in ASCEND_ONLY:
+        if flag in argv and argv[argv.index(flag) + 1] == value:
+            # vllm-ascend rule (reference §5): --quantization ascend only before v0.17.0rc1.
+            assert plan.target.kind == "npu" and not version_at_least(plan.target.engine["vllm_ascend"], "0.17.0rc1")
+            i = argv.index(flag)
+            argv = argv[:i] + argv[i + 2:]
+    args = _vllm_server_parser().parse_args(argv)
     model_arg = args.model if plan.target.kind == "cpu" else args.model_tag
     assert model_arg == plan.engine_args["model"]
     for key, value in plan.engine_args.items():
-        if key in ("model", "compilation_config"):
+        if key in ("model", "compilation_config") or (key, value) == ("quantization", "ascend"):
             continue
         parsed = getattr(args, key)
         if key == "served_model_name":
@@ -47,3 +59,14 @@ def test_serve_command_parses_with_vllms_parser(overrides):
         assert parsed == value, (key, parsed, value)
     if "compilation_config" in plan.engine_args:
         assert args.compilation_config.cudagraph_mode.name == plan.graph.cudagraph_mode
+
+
+def test_quantization_flag_follows_the_vllm_ascend_version():
+    def plan_for(row):
+        raw = compose_config(["+recipe=qwen3_32b_w8a8", f"hardware.software={row}"])
+        raw.pop("hydra", None)
+        spec = load_spec(raw)
+        return compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path="/m")
+
+    assert plan_for("vllm-ascend-0.13.0").engine_args["quantization"] == "ascend"
+    assert "quantization" not in plan_for("vllm-ascend-0.18.0").engine_args  # detected from the checkpoint
