@@ -84,7 +84,7 @@ def run_job(cfg: DictConfig) -> float | None:
             model = resolve_model(spec.model, need_weights=mode in ("serve", "offline"), progress=update)
         plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.id,
                             host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
-                            host_amx=cpu_has_amx())
+                            host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics(_plan_metrics(plan))

@@ -39,11 +39,13 @@ def main() -> None:
         spec = load_spec(raw)
         model = resolve_model(spec.model, need_weights=False)
         path = model.path or spec.model.id
-        compile_plan(spec, model.architecture, model_path=path, host_memory_bytes=16 << 30)  # warm caches
+        compile_plan(spec, model.architecture, model_path=path, host_memory_bytes=16 << 30,
+                         checkpoint=model.checkpoint)  # warm caches
         times = []
         for _ in range(args.repeat):
             start = time.perf_counter()
-            compile_plan(spec, model.architecture, model_path=path, host_memory_bytes=16 << 30)
+            compile_plan(spec, model.architecture, model_path=path, host_memory_bytes=16 << 30,
+                         checkpoint=model.checkpoint)
             times.append((time.perf_counter() - start) * 1000)
         times.sort()
         results[recipe] = {"median_ms": round(statistics.median(times), 3),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ascendflow.compiler.additional_config import additional_config
+from ascendflow.compiler.checkpoint_weights import checkpoint_bytes
 from ascendflow.compiler.dtypes import DTYPE_BYTES
 from ascendflow.compiler.environment import common_env, node_address, worker_env
 from ascendflow.compiler.graph import GraphContext, graph_plan
@@ -16,6 +17,7 @@ from ascendflow.compiler.software import software_row, version_at_least
 from ascendflow.compiler.topology import check_parallel, place_nodes
 from ascendflow.compiler.weights import Layout, pp_partition, weight_bytes
 from ascendflow.schema.architecture import ModelArchitecture
+from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
 
@@ -62,8 +64,25 @@ def _fixes(spec: RunSpec, *, context_len: bool) -> str:
     return "; ".join(hints)
 
 
+def _check_quantization(spec: RunSpec, checkpoint: CheckpointInventory | None) -> None:
+    """The quantization option must fit the hardware and the checkpoint's msModelSlim description."""
+    quant, hw = spec.quantization, spec.hardware
+    if quant.method == "ascend" and hw.kind != "npu":
+        raise ConfigError("quantization.method", "ascend", f"msModelSlim checkpoints run on vllm-ascend only, not "
+                                                           f"hardware={hw.name} ({hw.kind})")
+    stored = checkpoint.quant_type if checkpoint else None
+    if stored and quant.method != "ascend":
+        raise ConfigError("quantization.method", quant.method, f"the checkpoint is msModelSlim {stored} "
+                                                               f"(quant_model_description.json); use "
+                                                               f"quantization=w8a8_ascend or w8a8_dynamic_ascend")
+    if checkpoint and quant.method == "ascend" and not stored:
+        raise ConfigError("quantization.method", "ascend", "the local checkpoint has no "
+                                                           "quant_model_description.json (not an msModelSlim export)")
+
+
 def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
-                 host_memory_bytes: int | None = None, host_amx: bool = True) -> Plan:
+                 host_memory_bytes: int | None = None, host_amx: bool = True,
+                 checkpoint: CheckpointInventory | None = None) -> Plan:
     """Compile a validated spec into a plan.
 
     Args:
@@ -73,6 +92,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         host_memory_bytes: device memory for hardware whose catalogue leaves it unset (CPU: the NUMA node's memory).
         host_amx: the CPU host has AMX tiles. Without AMX, vLLM's reference CPU MLA backend forces 16-token blocks
             (``vllm/platforms/cpu.py`` ``check_and_update_config``); with AMX the AMX MLA backend keeps the default.
+        checkpoint: the local checkpoint's tensor inventory; weights are then counted from it, not estimated.
 
     Returns:
         The frozen :class:`Plan`; memory and KV figures are those of the bottleneck device (the PP stage with the
@@ -89,6 +109,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         raise ConfigError("engine.num_speculative_tokens", eng.num_speculative_tokens,
                           "the model has no MTP layers (num_nextn_predict_layers = 0)")
     warnings: list[str] = []
+    _check_quantization(spec, checkpoint)
 
     dtype = arch.torch_dtype if eng.dtype == "auto" else eng.dtype
     if dtype not in hw.dtypes:
@@ -135,8 +156,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     for index, layers in enumerate(stages):
         layout = Layout(tp=par.tensor_parallel_size, ep=ep, first_stage=index == 0,
                         last_stage=index == len(stages) - 1, layers=layers, pp=par.pipeline_parallel_size)
-        weights = weight_bytes(arch, layout, dtype=dtype, linear_scheme=quant.linear_scheme,
-                               expert_scheme=quant.expert_scheme)
+        weights = checkpoint_bytes(checkpoint, arch, layout) if checkpoint else weight_bytes(
+            arch, layout, dtype=dtype, linear_scheme=quant.linear_scheme, expert_scheme=quant.expert_scheme)
         activation = activation_bytes(arch, layout, max_num_batched_tokens=max_num_batched_tokens,
                                       max_num_seqs=max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])
         graph_mem = graph_bytes(arch, layout, mode=graph.cudagraph_mode, capture_sizes=graph.capture_sizes,

@@ -11,17 +11,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ascendflow.models.checkpoint import read_inventory
 from ascendflow.schema.architecture import ModelArchitecture
+from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.model import ModelSpec
 
 
 @dataclass(frozen=True)
 class ResolvedModel:
-    """A model ready to compile: its directory (``None`` when planning from inline values) and architecture."""
+    """A model ready to compile: its directory (``None`` when planning from inline values), architecture, and the
+    inventory of its stored tensors (``None`` without a local checkpoint)."""
 
     path: str | None
     architecture: ModelArchitecture
+    checkpoint: CheckpointInventory | None = None
 
 
 def hub_cache_dirs(model_id: str) -> list[Path]:
@@ -40,6 +44,10 @@ def _find_in_hub_cache(model_id: str) -> Path | None:
         if snapshots:
             return snapshots[-1].parent
     return None
+
+
+def _local(model_dir: Path, key: str) -> ResolvedModel:
+    return ResolvedModel(str(model_dir), _read_architecture(model_dir, key), read_inventory(model_dir))
 
 
 def _read_architecture(model_dir: Path, key: str) -> ModelArchitecture:
@@ -67,24 +75,22 @@ def resolve_model(model: ModelSpec, *, need_weights: bool,
     if model.source == "smollm2_gguf":
         from ascendflow.models.smollm2 import ensure_smollm2
 
-        path = ensure_smollm2(progress=progress)
-        return ResolvedModel(str(path), _read_architecture(path, "model.path"))
+        return _local(ensure_smollm2(progress=progress), "model.path")
     if model.source == "tiny_deepseek":
         from ascendflow.models.tiny_deepseek import ensure_tiny_deepseek
 
-        path = ensure_tiny_deepseek(progress=progress)
-        return ResolvedModel(str(path), _read_architecture(path, "model.path"))
+        return _local(ensure_tiny_deepseek(progress=progress), "model.path")
     if model.source == "local":
         if not model.path:
             raise ConfigError("model.path", model.path, "source=local needs a model directory")
         path = Path(model.path).expanduser().resolve()
         if not path.is_dir():
             raise ConfigError("model.path", model.path, f"directory not found ({path})")
-        return ResolvedModel(str(path), _read_architecture(path, "model.path"))
+        return _local(path, "model.path")
     # source == "hub": never downloaded; a local snapshot or an explicit path wins over inline values.
     local = Path(model.path).expanduser().resolve() if model.path else _find_in_hub_cache(model.id)
     if local is not None and (local / "config.json").is_file():
-        return ResolvedModel(str(local), _read_architecture(local, "model.path"))
+        return _local(local, "model.path")
     if not need_weights and model.architecture is not None:
         return ResolvedModel(None, ModelArchitecture.from_hf_config(model.architecture))
     looked = ", ".join(str(p) for p in ([Path(model.path)] if model.path else hub_cache_dirs(model.id)))
