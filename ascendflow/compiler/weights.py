@@ -177,8 +177,3 @@ def weight_bytes(a: ModelArchitecture, layout: Layout, *, dtype: str, linear_sch
     """
     return sum(tensor_bytes(t, dtype, linear_scheme, expert_scheme) for t in rank_tensors(a, layout))
 
-
-def total_params(a: ModelArchitecture) -> int:
-    """Parameters of the whole model (TP = EP = PP = 1), counting the padded vocabulary once per use."""
-    layout = Layout(tp=1, ep=1, first_stage=True, last_stage=True, layers=range(a.num_hidden_layers))
-    return sum(t.rows * t.cols for t in rank_tensors(a, layout))
