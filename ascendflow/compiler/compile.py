@@ -156,7 +156,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     for index, layers in enumerate(stages):
         layout = Layout(tp=par.tensor_parallel_size, ep=ep, first_stage=index == 0,
                         last_stage=index == len(stages) - 1, layers=layers, pp=par.pipeline_parallel_size)
-        weights = checkpoint_bytes(checkpoint, arch, layout) if checkpoint else weight_bytes(
+        weights = checkpoint_bytes(checkpoint, arch, layout, dtype) if checkpoint else weight_bytes(
             arch, layout, dtype=dtype, linear_scheme=quant.linear_scheme, expert_scheme=quant.expert_scheme)
         activation = activation_bytes(arch, layout, max_num_batched_tokens=max_num_batched_tokens,
                                       max_num_seqs=max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])

@@ -80,6 +80,10 @@ def resolve_model(model: ModelSpec, *, need_weights: bool,
         from ascendflow.models.tiny_deepseek import ensure_tiny_deepseek
 
         return _local(ensure_tiny_deepseek(progress=progress), "model.path")
+    if model.source == "smollm2_w8a8":
+        from ascendflow.models.msmodelslim_w8a8 import ensure_smollm2_w8a8
+
+        return _local(ensure_smollm2_w8a8(progress=progress), "model.path")
     if model.source == "local":
         if not model.path:
             raise ConfigError("model.path", model.path, "source=local needs a model directory")

