@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -23,8 +25,11 @@ from ascendflow.runner.local import run_offline, serve_and_benchmark
 from ascendflow.runner.server import EngineStartError
 from ascendflow.runner.versions import VersionMismatchError, verify_installed
 from ascendflow.schema import ConfigError, RunSpec, load_spec
+from ascendflow.schema.run import RunOptions
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking import TrackedRun
+from ascendflow.tracking.objective import objective
+from ascendflow.tracking.sweep import end_parent, job_run_name, read_sweep, refuse_parallel_engines
 
 
 class _Terminated(Exception):
@@ -53,31 +58,39 @@ def _mode(spec: RunSpec) -> str:
     return spec.run.mode
 
 
-def run_job(cfg: DictConfig) -> float | None:
-    """Run one Hydra job end to end and return the sweep objective (output tokens/s), or ``None`` when plan-only.
+def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
+    """Run one Hydra job end to end and return the sweep objective (see ``run.objective``), or ``None`` when
+    plan-only.
 
-    Exits with code 2 and one line on stderr for bad input (``HYDRA_FULL_ERROR=1`` re-raises it with its traceback);
-    the MLflow run is ended FAILED with the run directory attached on any error, KILLED on Ctrl-C/SIGTERM.
+    A single run exits with code 2 and one line on stderr for bad input (``HYDRA_FULL_ERROR=1`` re-raises it with its
+    traceback) and code 1 for a failed engine; in a multirun the job is recorded FAILED and scores the penalty, so
+    the sweep goes on. The MLflow run is ended FAILED with the run directory attached on any error, KILLED on
+    Ctrl-C/SIGTERM (with the sweep's parent run).
     """
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
+    multirun = hc.mode == RunMode.MULTIRUN
+    sweep = read_sweep(Path(hc.sweep.dir).resolve()) if multirun else None
     choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra") and v is not None}
     recipe = choices.get("recipe")
     try:
         raw = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     except OmegaConfBaseException as exc:
-        return _bad_input(ConfigError(getattr(exc, "full_key", "?") or "?", "???", "is missing or cannot be "
-                                      "resolved; set it on the command line"), None)
-
+        return _fail(None, run_dir, ConfigError(getattr(exc, "full_key", "?") or "?", "???",
+                                                "is missing or cannot be resolved; set it on the command line"),
+                     multirun, None)
+    name = (job_run_name(list(hc.overrides.task), sweep.get("swept_keys", [])) if sweep and hc.overrides.task else
+            "-".join(str(choices.get(g, "?")) for g in ("model", "hardware", "parallel")))
     tracked = TrackedRun(
-        _tracking_settings(raw), Path.cwd() / "outputs", experiment=recipe or "ascendflow",
-        run_name="-".join(str(choices.get(g, "?")) for g in ("model", "hardware", "parallel")),
-        tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}},
-    )
+        _tracking_settings(raw), Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=name[:250],
+        tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}}, sweep=sweep)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    spec = None
     try:
         spec = load_spec(raw)
         mode = _mode(spec)
+        if multirun:
+            refuse_parallel_engines(hc.launcher, mode)
         tracked.set_tags({"run.mode": mode, "run_dir": str(run_dir)})
         tracked.log_params(spec.model_dump(mode="json"))
         with console.step(f"model {spec.model.name}") as update:
@@ -97,39 +110,42 @@ def run_job(cfg: DictConfig) -> float | None:
         console.summary(f"ascendflow · {mode} · plan {plan.plan_hash}", summary_rows(plan, record, written),
                         _footer(tracked, run_dir))
         console.warn_lines(plan.warnings)
-        return record["metrics"].get("output_throughput")
-    except ConfigError as exc:
-        return _bad_input(exc, tracked, run_dir)
-    except (EngineStartError, ModelNotFoundError, VersionMismatchError) as exc:
-        tracked.set_tags({"error": str(exc).splitlines()[0][:500]})
-        (run_dir / "error.txt").write_text(f"{exc}\n")
-        tracked.end("FAILED", run_dir)
-        console.fail_line(str(exc))
-        sys.exit(1)
+        return objective(spec.run, record["metrics"]) if mode != "plan" else None
     except (KeyboardInterrupt, _Terminated):
         tracked.set_tags({"error": "interrupted"})
         tracked.end("KILLED", run_dir)
+        if sweep:
+            end_parent(sweep, "KILLED")
         console.fail_line("interrupted: engine stopped, MLflow run ended KILLED")
         sys.exit(130)
-    except BaseException as exc:
-        tracked.set_tags({"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]})
-        (run_dir / "error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
-        tracked.end("FAILED", run_dir)
-        raise
+    except Exception as exc:
+        result = _fail(tracked, run_dir, exc, multirun, spec)
+        return result
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _bad_input(exc: ConfigError, tracked: TrackedRun | None, run_dir: Path | None = None) -> None:
+#: Exit codes of a single run: bad input, and failures of the run itself (engine, model, versions).
+EXIT_BAD_INPUT, EXIT_RUN_FAILED = 2, 1
+KNOWN_FAILURES = (EngineStartError, ModelNotFoundError, VersionMismatchError)
+
+
+def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: bool, spec: RunSpec | None):
+    """End the run FAILED with ``error.txt``; print one line. Single run: exit (or re-raise an unexpected error);
+    multirun: return the penalty objective so the sweep goes on."""
+    known = isinstance(exc, (ConfigError, *KNOWN_FAILURES))
+    message = str(exc) if known else f"{type(exc).__name__}: {exc}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "error.txt").write_text(message + "\n" + ("" if known else traceback.format_exc()))
     if tracked is not None:
-        tracked.set_tags({"error": str(exc)[:500]})
-        if run_dir is not None:
-            (run_dir / "error.txt").write_text(str(exc) + "\n")
+        tracked.set_tags({"error": message.splitlines()[0][:500] if message else type(exc).__name__})
         tracked.end("FAILED", run_dir)
-    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+    if os.environ.get("HYDRA_FULL_ERROR") == "1" or (not known and not multirun):
         raise exc
-    console.fail_line(str(exc))
-    sys.exit(2)
+    console.fail_line(message)
+    if multirun:
+        return objective(spec.run if spec else RunOptions(), None)
+    sys.exit(EXIT_BAD_INPUT if isinstance(exc, ConfigError) else EXIT_RUN_FAILED)
 
 
 def _execute(mode: str, plan: Plan, spec: RunSpec, run_dir: Path) -> dict[str, Any]:

@@ -20,6 +20,9 @@ class RunOptions(Spec):
         launch_port: port written into launch scripts for target nodes.
         health_timeout_s: seconds to wait for ``/health`` after starting the server.
         shutdown_grace_s: seconds between SIGTERM and SIGKILL when stopping the server.
+        objective: what the job returns to a sweeper: ``output_throughput`` (tokens/s, to maximise) or
+            ``throughput_and_p99_ttft`` (tokens/s up, p99 TTFT in ms down; for multi-objective search).
+        slo_p99_ttft_ms: p99 TTFT limit in ms; a job above it (or failed) scores 0 tokens/s so searches move away.
     """
 
     mode: Literal["auto", "plan", "serve", "offline"] = "auto"
@@ -28,3 +31,5 @@ class RunOptions(Spec):
     launch_port: int = Field(default=8000, ge=1, le=65535)
     health_timeout_s: float = Field(default=900, gt=0)
     shutdown_grace_s: float = Field(default=20, gt=0)
+    objective: Literal["output_throughput", "throughput_and_p99_ttft"] = "output_throughput"
+    slo_p99_ttft_ms: float | None = Field(default=None, gt=0)

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking.flatten import flatten_params, numeric_metrics
-from ascendflow.tracking.store import artifact_root, ensure_experiment, tracking_uri
+from ascendflow.tracking.store import artifact_root, ensure_experiment, tracking_uri, with_retry
 from ascendflow.tracking.versions import version_tags
 
 #: Benchmark keys logged as metrics (vllm/benchmarks/serve.py result dict): throughput in req/s and tokens/s,
@@ -28,10 +28,12 @@ class TrackedRun:
         experiment: experiment name (recipe name, or ``ascendflow``).
         run_name: readable run name, e.g. ``smollm2_135m-cpu-single``.
         tags: extra tags (``run.mode``, Hydra choices...).
+        sweep: the multirun's parent (``{"run_id", "experiment_id", "tracking_uri"}``): the run is created in its
+            experiment and store, nested under it (``mlflow.parentRunId``).
     """
 
     def __init__(self, tracking: TrackingSpec, outputs_dir: Path, experiment: str, run_name: str,
-                 tags: Mapping[str, str]) -> None:
+                 tags: Mapping[str, str], sweep: Mapping[str, str] | None = None) -> None:
         self.enabled = tracking.enabled
         self.run_id: str | None = None
         self.experiment_id: str | None = None
@@ -40,11 +42,17 @@ class TrackedRun:
             return
         from mlflow.tracking import MlflowClient
 
-        self.uri = tracking_uri(tracking, outputs_dir)
+        tags = {**version_tags(), **tags}
+        if sweep:
+            self.uri, self.experiment_id = sweep["tracking_uri"], sweep["experiment_id"]
+            tags["mlflow.parentRunId"] = sweep["run_id"]
+        else:
+            self.uri = tracking_uri(tracking, outputs_dir)
         self.client = MlflowClient(tracking_uri=self.uri)
-        name = tracking.experiment_name or experiment
-        self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir))
-        run = self.client.create_run(self.experiment_id, run_name=run_name, tags={**version_tags(), **tags})
+        if self.experiment_id is None:
+            name = tracking.experiment_name or experiment
+            self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir))
+        run = with_retry(lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=tags))
         self.run_id = run.info.run_id
 
     def log_params(self, config: Mapping[str, Any]) -> None:
@@ -55,7 +63,8 @@ class TrackedRun:
 
         params = [Param(k, v) for k, v in sorted(flatten_params(config).items())]
         for i in range(0, len(params), 100):
-            self.client.log_batch(self.run_id, params=params[i:i + 100])
+            batch = params[i:i + 100]
+            with_retry(lambda: self.client.log_batch(self.run_id, params=batch))
 
     def log_metrics(self, metrics: Mapping[str, float]) -> None:
         """Log finite numeric metrics."""
@@ -68,13 +77,16 @@ class TrackedRun:
         now = int(time.time() * 1000)
         items = [Metric(k, v, now, 0) for k, v in numeric_metrics(metrics).items()]
         for i in range(0, len(items), 500):
-            self.client.log_batch(self.run_id, metrics=items[i:i + 500])
+            batch = items[i:i + 500]
+            with_retry(lambda: self.client.log_batch(self.run_id, metrics=batch))
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
         """Set string tags."""
         if self.enabled:
-            for k, v in tags.items():
-                self.client.set_tag(self.run_id, k, str(v))
+            from mlflow.entities import RunTag
+
+            batch = [RunTag(k, str(v)) for k, v in tags.items()]
+            with_retry(lambda: self.client.log_batch(self.run_id, tags=batch))
 
     def end(self, status: str, run_dir: Path | None) -> None:
         """Upload ``run_dir`` (plan, launch scripts, ``.hydra/``, logs, benchmark JSON) and end the run.
@@ -89,7 +101,7 @@ class TrackedRun:
             if run_dir is not None and run_dir.exists():
                 self.client.log_artifacts(self.run_id, str(run_dir))
         finally:
-            self.client.set_terminated(self.run_id, status=status)
+            with_retry(lambda: self.client.set_terminated(self.run_id, status=status))
 
     def ui_command(self) -> str | None:
         """The ``mlflow ui`` command that shows this run's store."""

@@ -28,22 +28,29 @@ def artifact_root(tracking: TrackingSpec, outputs_dir: Path) -> str:
     return (outputs_dir.resolve() / "mlflow" / "artifacts").as_uri()
 
 
-def ensure_experiment(client, name: str, artifact_location: str, attempts: int = 5) -> str:
-    """The id of experiment ``name``, created with ``artifact_location`` if missing.
-
-    Parallel jobs may race to create it, and SQLite may answer "database is locked" (DESIGN.md §4): retried with
-    back-off.
-    """
+def with_retry(call, attempts: int = 8):
+    """Run an MLflow call, retrying with back-off on ``MlflowException`` (SQLite "database is locked" under parallel
+    writers, DESIGN.md §4); the last failure is raised."""
     from mlflow.exceptions import MlflowException
 
     for attempt in range(attempts):
         try:
-            exp = client.get_experiment_by_name(name)
-            if exp is not None:
-                return exp.experiment_id
-            return client.create_experiment(name, artifact_location=f"{artifact_location}/{name}")
+            return call()
         except MlflowException:
             if attempt == attempts - 1:
                 raise
-            time.sleep(0.5 * (attempt + 1))
+            time.sleep(0.25 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def ensure_experiment(client, name: str, artifact_location: str) -> str:
+    """The id of experiment ``name``, created with ``artifact_location/<name>`` if missing; parallel jobs racing to
+    create it are retried (:func:`with_retry`)."""
+
+    def get_or_create() -> str:
+        exp = client.get_experiment_by_name(name)
+        if exp is not None:
+            return exp.experiment_id
+        return client.create_experiment(name, artifact_location=f"{artifact_location}/{name}")
+
+    return with_retry(get_or_create)

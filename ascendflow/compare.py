@@ -1,0 +1,148 @@
+"""``python -m ascendflow.compare [EXPERIMENT | PARENT_RUN_ID]``: compare the runs of a sweep.
+
+Prints the parameters that vary across the sweep's child runs beside the key metrics (output tokens/s, requests/s,
+TTFT and TPOT median and p99 in ms, predicted vs reported KV tokens and their error), writes ``comparison.csv`` and a
+Pareto plot (output throughput against p99 TTFT, the front marked) as ``pareto.png``, and logs both as artifacts of
+the sweep's parent run. Default target: the latest sweep in the store. Uses ``mlflow.search_runs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+METRICS = ("output_throughput", "request_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms",
+           "p99_tpot_ms", "predicted_kv_cache_tokens", "reported_kv_cache_tokens", "kv_cache_tokens_rel_error")
+PARENT_FILTER = "tags.`ascendflow.sweep` = 'parent'"
+
+
+class CompareError(RuntimeError):
+    """No sweep matches the target, or the sweep has no children."""
+
+
+def default_tracking_uri() -> str:
+    """``$MLFLOW_TRACKING_URI``, else the default store ``sqlite:///<cwd>/outputs/mlflow/mlflow.db``."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(Path.cwd() / 'outputs/mlflow/mlflow.db').resolve()}"
+
+
+def find_parent(client, target: str | None):
+    """The parent run named by ``target`` (a run id, or an experiment name: its latest sweep), or the latest sweep.
+
+    Raises:
+        CompareError: nothing matches.
+    """
+    if target and re.fullmatch(r"[0-9a-f]{32}", target):
+        return client.get_run(target)
+    if target:
+        exp = client.get_experiment_by_name(target)
+        if exp is None:
+            raise CompareError(f"no experiment or run id {target!r} in this store")
+        experiments = [exp.experiment_id]
+    else:
+        experiments = [e.experiment_id for e in client.search_experiments()]
+    parents = client.search_runs(experiments, filter_string=PARENT_FILTER, order_by=["attributes.start_time DESC"],
+                                 max_results=1)
+    if not parents:
+        raise CompareError(f"no sweep (multirun parent run) found{' in ' + target if target else ''}; run "
+                           "`python -m ascendflow -m ...` first")
+    return parents[0]
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points not dominated for (throughput up, p99 TTFT down), by descending throughput."""
+    order = sorted(range(len(points)), key=lambda i: (-points[i][0], points[i][1]))
+    front, best_ttft = [], float("inf")
+    for i in order:
+        if points[i][1] < best_ttft:
+            front.append(i)
+            best_ttft = points[i][1]
+    return front
+
+
+def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) -> tuple[object, Path, Path]:
+    """Build the comparison of a sweep; returns (DataFrame, CSV path, PNG path) and logs both on the parent run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    parent = find_parent(client, target)
+    mlflow.set_tracking_uri(tracking_uri)
+    runs = mlflow.search_runs([parent.info.experiment_id],
+                              filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'",
+                              order_by=["attributes.start_time ASC"])
+    if runs.empty:
+        raise CompareError(f"sweep {parent.info.run_id} has no child runs")
+    swept = [k for k in parent.data.tags.get("sweep.keys", "").split(",") if k]
+    params = [c for c in runs.columns if c.startswith("params.") and runs[c].nunique(dropna=False) > 1
+              and (not swept or c.removeprefix("params.") in swept)]
+    metrics = [f"metrics.{m}" for m in METRICS if f"metrics.{m}" in runs.columns]
+    table = runs[["tags.mlflow.runName", "status", *params, *metrics]].rename(
+        columns=lambda c: c.removeprefix("params.").removeprefix("metrics.").replace("tags.mlflow.runName", "run"))
+
+    out_dir = out_dir or Path.cwd() / "outputs" / "compare" / parent.info.run_id
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv = out_dir / "comparison.csv"
+    table.to_csv(csv, index=False)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    done = table.dropna(subset=[c for c in ("output_throughput", "p99_ttft_ms") if c in table.columns])
+    if {"output_throughput", "p99_ttft_ms"} <= set(done.columns) and not done.empty:
+        points = list(zip(done["output_throughput"], done["p99_ttft_ms"]))
+        front = pareto_front(points)
+        ax.scatter(*zip(*points), color="grey", label="runs")
+        ax.plot(*zip(*sorted(points[i] for i in front)), "o-", color="tab:red", label="Pareto front")
+        for (x, y), name in zip(points, done["run"]):
+            ax.annotate(str(name), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        table["pareto"] = [i in {done.index[j] for j in front} for i in table.index]
+        table.to_csv(csv, index=False)
+    ax.set_xlabel("output throughput (tokens/s)")
+    ax.set_ylabel("p99 TTFT (ms)")
+    ax.set_title(f"sweep {parent.info.run_name}")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best")
+    fig.tight_layout()
+    png = out_dir / "pareto.png"
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    for path in (csv, png):
+        client.log_artifact(parent.info.run_id, str(path), artifact_path="comparison")
+    return table, csv, png
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry: prints the table and where the CSV and PNG are. Exit code 2 when no sweep is found."""
+    parser = argparse.ArgumentParser(prog="python -m ascendflow.compare", description=__doc__.splitlines()[0])
+    parser.add_argument("target", nargs="?", help="experiment name or parent run id (default: the latest sweep)")
+    parser.add_argument("--tracking-uri", default=None, help="MLflow store (default: $MLFLOW_TRACKING_URI or "
+                                                             "outputs/mlflow/mlflow.db)")
+    parser.add_argument("--out", type=Path, default=None, help="folder for comparison.csv and pareto.png")
+    args = parser.parse_args(argv)
+    console = Console(width=max(Console().width, 160))
+    try:
+        table, csv, png = compare(args.target, args.tracking_uri or default_tracking_uri(), args.out)
+    except CompareError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+        return 2
+    view = Table(title="sweep comparison", title_justify="left")
+    for column in table.columns:
+        view.add_column(str(column), overflow="fold")
+    for _, row in table.iterrows():
+        view.add_row(*(f"{v:,.2f}" if isinstance(v, float) else str(v) for v in row))
+    console.print(view)
+    console.print(f"CSV: {csv}\nPareto plot: {png}\n(also logged on the sweep's parent run under comparison/)",
+                  soft_wrap=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
