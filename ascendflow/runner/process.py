@@ -10,11 +10,24 @@ from pathlib import Path
 from typing import Sequence
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask the kernel to send SIGTERM to this child when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 class ManagedProcess:
     """Starts ``argv`` in its own session (process group) with stdout+stderr to ``log_path``.
 
-    Use as a context manager: on exit (normal, exception or Ctrl-C) the whole group gets SIGTERM, and SIGKILL
-    after ``grace_s`` seconds if any member is still alive, so vLLM's engine-core children never outlive the run.
+    Use as a context manager: on exit (normal, exception or Ctrl-C) the leader gets SIGTERM first (vLLM's server then
+    shuts its engine core down in order), the rest of the group gets SIGTERM once the leader is gone or after half the
+    grace period, and SIGKILL after ``grace_s`` seconds if any member is still alive, so vLLM's engine-core children
+    never outlive the run. On Linux the leader also gets SIGTERM if this process dies, even by SIGKILL
+    (``PR_SET_PDEATHSIG``).
 
     Args:
         argv: command line.
@@ -34,7 +47,8 @@ class ManagedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -66,14 +80,20 @@ class ManagedProcess:
         if self.proc is None:
             return
         pgid = self.proc.pid
-        try:
-            os.killpg(pgid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + self.grace_s
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        start = time.monotonic()
+        deadline = start + self.grace_s
+        group_signalled = False
         while time.monotonic() < deadline:
-            self.proc.poll()
-            if not self._group_alive(pgid):
+            leader_done = self.proc.poll() is not None
+            if not group_signalled and (leader_done or time.monotonic() > start + self.grace_s / 2):
+                try:
+                    os.killpg(pgid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                group_signalled = True
+            if leader_done and not self._group_alive(pgid):
                 break
             time.sleep(0.2)
         else:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from ascendflow.compiler import Plan
-from ascendflow.runner.engine_log import log_tail
+from ascendflow.runner.engine_log import failure_cause, log_tail
 from ascendflow.runner.process import ManagedProcess
 
 #: Variables that would silently override the plan (vllm/platforms/cpu.py reads VLLM_CPU_KVCACHE_SPACE as a
@@ -22,6 +22,15 @@ OVERRIDING_ENV = ("VLLM_CPU_KVCACHE_SPACE",)
 
 class EngineStartError(RuntimeError):
     """The engine exited or did not become healthy in time; the message ends with the log's last lines."""
+
+
+def engine_failure(summary: str, log_path: Path) -> str:
+    """One line: ``summary``, the cause found in the engine log, and where the log is; then the log's tail."""
+    text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    cause = failure_cause(text)
+    head = f"{summary}: {cause} (log: {log_path})" if cause else f"{summary} (log: {log_path})"
+    tail = log_tail(log_path)
+    return head + ("\n" + tail if tail else "")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -70,11 +79,11 @@ def wait_healthy(server: ManagedProcess, url: str, timeout_s: float,
     while True:
         elapsed = time.monotonic() - start
         if server.returncode is not None:
-            raise EngineStartError(f"engine exited with code {server.returncode} before it was healthy; "
-                                   f"log {server.log_path}:\n{log_tail(server.log_path)}")
+            raise EngineStartError(engine_failure(f"engine exited with code {server.returncode} before it was healthy",
+                                                  server.log_path))
         if elapsed > timeout_s:
-            raise EngineStartError(f"engine not healthy after {timeout_s:.0f} s (run.health_timeout_s); "
-                                   f"log {server.log_path}:\n{log_tail(server.log_path)}")
+            raise EngineStartError(engine_failure(f"engine not healthy after {timeout_s:.0f} s "
+                                                  "(raise run.health_timeout_s)", server.log_path))
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
                 if resp.status == 200:

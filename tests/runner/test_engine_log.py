@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ascendflow.runner.bench import progress_from_log
-from ascendflow.runner.engine_log import parse_engine_log
+from ascendflow.runner.engine_log import failure_cause, parse_engine_log
 
 CPU_LINE = ("(EngineCore pid=4726) INFO 11-29 16:31:05 [kv_cache_utils.py:2327] CPU KV cache size: 46,592 tokens, "
             "Maximum concurrency for 2,048 tokens per request: 22.75x")
@@ -31,3 +31,17 @@ def test_no_lines_no_facts():
 def test_benchmark_progress_is_the_last_tqdm_count():
     assert progress_from_log(" 12%|█▎        | 1/8 [00:02<00:14,  2.03s/it] 38%|███▊      | 3/8 [00:03<00:05") == (3, 8)
     assert progress_from_log("Starting main benchmark run...") is None
+
+
+def test_failure_cause_skips_vllms_wrappers():
+    log = "\n".join([
+        "(Worker pid=4345) ERROR 11-29 16:29:25 [multiproc_executor.py:1063] ValueError: Available memory on node 0 "
+        "(20.2/22.71 GiB) on kv cache allocation is less than requested memory for kv (27.94 GiB).",
+        "(EngineCore pid=4253) ERROR [core.py:1510] RuntimeError: Worker failed with error 'x', please check the "
+        "stack trace above for the root cause",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ])
+    assert failure_cause(log) == ("ValueError: Available memory on node 0 (20.2/22.71 GiB) on kv cache allocation "
+                                  "is less than requested memory for kv (27.94 GiB).")
+    assert failure_cause("OSError: [Errno 98] Address already in use") == "OSError: [Errno 98] Address already in use"
+    assert failure_cause("all good") is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 
@@ -50,3 +51,24 @@ def test_stop_on_exception_inside_the_block(tmp_path):
     except RuntimeError:
         pass
     assert proc.returncode is not None and not psutil.pid_exists(pid)
+
+
+RUNNER = """
+import sys, time
+from pathlib import Path
+from ascendflow.runner.process import ManagedProcess
+with ManagedProcess([sys.executable, "-c", "import time; time.sleep(600)"], {}, Path(sys.argv[1]), grace_s=1) as p:
+    print(p.proc.pid, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_the_engine_dies_with_a_runner_killed_by_sigkill(tmp_path):
+    runner = subprocess.Popen([sys.executable, "-c", RUNNER, str(tmp_path / "child.log")], stdout=subprocess.PIPE,
+                              text=True)
+    child_pid = int(runner.stdout.readline())
+    assert psutil.pid_exists(child_pid)
+    runner.kill()
+    runner.wait(timeout=10)
+    assert _wait_for(lambda: not psutil.pid_exists(child_pid)
+                     or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE)
