@@ -40,11 +40,16 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise _Terminated(f"signal {signum}")
 
 
-def _tracking_settings(raw: dict[str, Any]) -> TrackingSpec:
+def _tracking_settings(cfg: DictConfig) -> TrackingSpec:
+    """The tracking section alone, so a run is recorded even when the rest of the config is bad."""
     try:
-        return TrackingSpec.model_validate(raw.get("tracking") or {})
+        return TrackingSpec.model_validate(OmegaConf.to_container(cfg.tracking, resolve=True))
     except Exception:  # invalid tracking keys are reported by load_spec; record with defaults meanwhile
         return TrackingSpec()
+
+
+def _store_uri(cfg: DictConfig) -> str:
+    return str(OmegaConf.select(cfg, "tracking.tracking_uri", default=None) or os.environ.get("MLFLOW_TRACKING_URI"))
 
 
 def _mode(spec: RunSpec) -> str:
@@ -73,20 +78,26 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
     sweep = read_sweep(Path(hc.sweep.dir).resolve()) if multirun else None
     choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra") and v is not None}
     recipe = choices.get("recipe")
-    try:
-        raw = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-    except OmegaConfBaseException as exc:
-        return _fail(None, run_dir, ConfigError(getattr(exc, "full_key", "?") or "?", "???",
-                                                "is missing or cannot be resolved; set it on the command line"),
-                     multirun, None)
     name = (job_run_name(list(hc.overrides.task), sweep.get("swept_keys", [])) if sweep and hc.overrides.task else
             "-".join(str(choices.get(g, "?")) for g in ("model", "hardware", "parallel")))
-    tracked = TrackedRun(
-        _tracking_settings(raw), Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=name[:250],
-        tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}}, sweep=sweep)
+    try:
+        tracked = TrackedRun(
+            _tracking_settings(cfg), Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=name[:250],
+            tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}}, sweep=sweep)
+    except Exception as exc:  # an unusable store: nothing was recorded, nothing started
+        return _fail(None, run_dir, ConfigError("tracking.tracking_uri", _store_uri(cfg),
+                                                f"cannot be used as an MLflow store ({type(exc).__name__}: "
+                                                f"{str(exc).splitlines()[0][:200]}); use an absolute "
+                                                f"sqlite:///<path>.db or an http(s) server"), multirun,
+                     _run_options(cfg))
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     spec = None
     try:
+        try:
+            raw = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+        except OmegaConfBaseException as exc:
+            raise ConfigError(getattr(exc, "full_key", None) or "?", "???",
+                              "is missing or cannot be resolved; set it on the command line") from None
         spec = load_spec(raw)
         mode = _mode(spec)
         if multirun:
@@ -105,6 +116,7 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         record = result_record(plan, outcome)
         write_json(run_dir / "result.json", record)
         tracked.log_metrics({**_plan_metrics(plan), **record["metrics"]})
+        _check_completed(mode, record)
         tracked.end("FINISHED", run_dir)
         console.memory_waterfall(plan.memory.model_dump(), kv_capacity_line(plan))
         console.summary(f"ascendflow · {mode} · plan {plan.plan_hash}", summary_rows(plan, record, written),
@@ -116,21 +128,41 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         tracked.end("KILLED", run_dir)
         if sweep:
             end_parent(sweep, "KILLED")
-        console.fail_line("interrupted: engine stopped, MLflow run ended KILLED")
+        console.fail_line("interrupted: every process of the run stopped, MLflow run ended KILLED")
         sys.exit(130)
     except Exception as exc:
-        result = _fail(tracked, run_dir, exc, multirun, spec)
-        return result
+        return _fail(tracked, run_dir, exc, multirun, spec.run if spec else _run_options(cfg))
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
+class RunFailedError(RuntimeError):
+    """The engine ran but the workload did not: no request completed."""
+
+
+def _check_completed(mode: str, record: dict[str, Any]) -> None:
+    if mode == "plan":
+        return
+    bench = record["benchmark"]
+    if not bench.get("completed"):
+        raise RunFailedError(f"no request completed ({bench.get('failed', '?')} failed); see bench.log / "
+                             f"engine.log in the run directory (requests longer than max_model_len are rejected)")
+
+
 #: Exit codes of a single run: bad input, and failures of the run itself (engine, model, versions).
 EXIT_BAD_INPUT, EXIT_RUN_FAILED = 2, 1
-KNOWN_FAILURES = (EngineStartError, ModelNotFoundError, VersionMismatchError)
+KNOWN_FAILURES = (EngineStartError, ModelNotFoundError, VersionMismatchError, RunFailedError)
 
 
-def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: bool, spec: RunSpec | None):
+def _run_options(cfg: DictConfig) -> RunOptions:
+    """The run section alone (for the objective of a job whose config is otherwise bad); defaults if it is bad too."""
+    try:
+        return RunOptions.model_validate(OmegaConf.to_container(cfg.run, resolve=True))
+    except Exception:
+        return RunOptions()
+
+
+def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: bool, run: RunOptions):
     """End the run FAILED with ``error.txt``; print one line. Single run: exit (or re-raise an unexpected error);
     multirun: return the penalty objective so the sweep goes on."""
     known = isinstance(exc, (ConfigError, *KNOWN_FAILURES))
@@ -144,7 +176,7 @@ def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: b
         raise exc
     console.fail_line(message)
     if multirun:
-        return objective(spec.run if spec else RunOptions(), None)
+        return objective(run, None)
     sys.exit(EXIT_BAD_INPUT if isinstance(exc, ConfigError) else EXIT_RUN_FAILED)
 
 

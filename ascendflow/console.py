@@ -45,8 +45,8 @@ def fail_line(message: str) -> None:
 def summary(title: str, rows: Mapping[str, str], footer: list[str]) -> None:
     """A two-column summary table followed by ``footer`` lines (e.g. the ``mlflow ui`` command)."""
     table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
     for k, v in rows.items():
         table.add_row(k, v)
     console.print(table)

@@ -26,6 +26,16 @@ CASES = [
      ["run.mode='serve'", "hardware=atlas_800i_a2 (npu) is not on this machine", "run.mode=plan"]),
     (["model=qwen3_0_6b"], ["model.id='Qwen/Qwen3-0.6B'", "weights not available locally",
                             "models--Qwen--Qwen3-0.6B", "model.path="]),
+    (["model=local"], ["model.path='???'", "is missing"]),
+    (["model.path=/somewhere"], ["model.path", "used only with source local or hub", "model=local"]),
+    (["engine.kv_cache_memory_bytes=300000000000"], ["engine.kv_cache_memory_bytes=300000000000",
+                                                     "exceed the device's"]),
+    (["workload=random", "workload.random_output_len=4000"],
+     ["workload.random_input_len=256", "exceed engine.max_model_len=2048", "reject every one"]),
+    (["workload.max_output_tokens=1900"], ["workload.max_output_tokens=1900", "exceeds engine.max_model_len=2048"]),
+    (["+recipe=qwen3_0_6b", "graph.cudagraph_capture_sizes=[0,-1]"],
+     ["graph.cudagraph_capture_sizes.0=0", "greater than 0"]),
+    (["tracking.tracking_uri=bogus://x"], ["tracking.tracking_uri='bogus://x'", "cannot be used as an MLflow store"]),
     # Ascend plans (no NPU here: compiled in plan mode).
     (["hardware=atlas_800i_a2", "model=qwen3_8b", "parallel=tp8_ep"],
      ["parallel.enable_expert_parallel=True", "the model is dense"]),
@@ -58,7 +68,8 @@ CASES = [
 
 @pytest.mark.parametrize("overrides,fragments", CASES, ids=[" ".join(c[0]) for c in CASES])
 def test_bad_input_is_one_line_and_non_zero(overrides, fragments, tmp_path):
-    proc = run_ascendflow([*overrides, "tracking=none"], cwd=tmp_path, timeout=300)
+    tracking = [] if any(o.startswith("tracking.") for o in overrides) else ["tracking=none"]
+    proc = run_ascendflow([*overrides, *tracking], cwd=tmp_path, timeout=300)
     assert proc.returncode != 0
     err = proc.stderr
     for fragment in fragments:
@@ -70,3 +81,13 @@ def test_bad_input_is_one_line_and_non_zero(overrides, fragments, tmp_path):
         assert len(lines) == 1 and lines[0].startswith("error: "), err
     # Nothing half-done: no plan written for bad input.
     assert not list(tmp_path.glob("outputs/runs/*/*/plan.json"))
+
+
+def test_malformed_config_json_is_one_line(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"hidden_size": 576,')
+    proc = run_ascendflow(["model=local", f"model.path={model}", "tracking=none"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: model.path='{model}': config.json is not valid JSON")
+    assert "Traceback" not in proc.stderr

@@ -21,6 +21,9 @@ from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
 
+#: Upper bound on a shipped chat prompt with the chat template applied, tokens (longest prompt: about 60 tokens).
+CHAT_PROMPT_TOKENS = 256
+
 
 def _resolve_limits(spec: RunSpec, arch: ModelArchitecture) -> tuple[int, int, int, int]:
     """``max_model_len``, ``max_num_seqs``, ``max_num_batched_tokens`` and ``block_size`` with defaults applied."""
@@ -40,6 +43,10 @@ def _resolve_limits(spec: RunSpec, arch: ModelArchitecture) -> tuple[int, int, i
         raise ConfigError("engine.max_num_batched_tokens", max_num_batched_tokens,
                           f"must be >= engine.max_model_len ({max_model_len}) when chunked prefill is off")
     w = spec.workload
+    if w.dataset == "chat" and w.max_output_tokens + CHAT_PROMPT_TOKENS > max_model_len:
+        raise ConfigError("workload.max_output_tokens", w.max_output_tokens,
+                          f"plus up to {CHAT_PROMPT_TOKENS} prompt tokens (chat template included) exceeds "
+                          f"engine.max_model_len={max_model_len}")
     if w.dataset != "chat":
         longest = w.random_input_len + (w.prefix_suffix_len if w.dataset == "prefix_repetition" else 0)
         if longest + w.random_output_len > max_model_len:
@@ -134,12 +141,15 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     extra_config = additional_config(spec, row["vllm_ascend"]) if hw.kind == "npu" else {}
     graph, graph_warnings = graph_plan(spec.graph, GraphContext(
         arch=arch, parallel=par, hardware=hw, vllm_ascend=row["vllm_ascend"], max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
         num_speculative_tokens=eng.num_speculative_tokens, enforce_eager=eng.enforce_eager,
         tp_aligned=bool(spec.ascend.enable_sequence_parallelism or asc.enable_shared_expert_dp
                         or extra_config.get("enable_dsa_cp") or extra_config.get("enable_flashcomm1")),
         aiv=hw.kind == "npu" and spec.ascend.hccl_op_expansion_mode_aiv,
         multistream_overlap_shared_expert=bool(asc.multistream_overlap_shared_expert)))
     warnings += graph_warnings
+    if eng.enforce_eager and not spec.graph.enforce_eager:
+        warnings.append(f"engine.enforce_eager=true overrides graph={spec.graph.name}: no graph capture, no compile")
 
     device_total = hw.device_memory_bytes or host_memory_bytes
     if device_total is None:
@@ -181,6 +191,13 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
             best = (memory, kv)
     memory, kv = best
 
+    resident = memory.weights_bytes + memory.kv_cache_bytes + memory.activation_bytes + memory.non_torch_bytes
+    if explicit_kv is not None and resident > device_total:
+        key = "engine.kv_cache_memory_bytes" if eng.kv_cache_memory_bytes else "hardware.default_kv_cache_memory_bytes"
+        raise ConfigError(key, explicit_kv,
+                          f"weights {memory.weights_bytes / GIB:.2f} GiB + KV {explicit_kv / GIB:.2f} GiB + activation "
+                          f"{memory.activation_bytes / GIB:.2f} GiB exceed the device's {device_total / GIB:.2f} GiB; "
+                          f"lower it")
     if memory.kv_cache_bytes <= 0:
         raise ConfigError(
             "engine.gpu_memory_utilization", eng.gpu_memory_utilization,
@@ -220,7 +237,10 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         "target": target.model_dump(), "model": model,
         "engine_args": {k: v for k, v in engine_args.items() if k != "model"},
         "env": env, "workers": [(w.node_rank, w.dp_rank, w.devices, w.env) for w in workers],
-        "memory": memory.model_dump(), "kv_cache": kv.model_dump(), "graph": graph.model_dump(),
+        # Memory read from this machine (CPU "device" = NUMA node) is a measurement, not configuration.
+        "memory": memory.model_dump(exclude={"device_total_bytes", "requested_bytes"} if hw.device_memory_bytes is None
+                                    else set()),
+        "kv_cache": kv.model_dump(), "graph": graph.model_dump(),
     }
     return Plan(plan_hash=plan_hash(semantic), target=target, model=model, engine_args=engine_args,
                 serve_command=workers[0].command, env=env, workers=workers, memory=memory, kv_cache=kv, graph=graph,

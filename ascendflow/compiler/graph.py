@@ -42,6 +42,7 @@ class GraphContext:
     hardware: HardwareSpec
     vllm_ascend: str | None
     max_num_seqs: int
+    max_num_batched_tokens: int
     num_speculative_tokens: int
     enforce_eager: bool
     tp_aligned: bool  # sequence parallelism, enable_shared_expert_dp or enable_dsa_cp
@@ -113,7 +114,8 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
     if hw.kind == "cpu":
         if graph.cudagraph_mode not in (None, "NONE"):
             raise ConfigError("graph.cudagraph_mode", graph.cudagraph_mode,
-                              "the CPU engine captures no graphs; use graph=eager or graph=compiled")
+                              "the CPU engine captures no graphs: cudagraph_mode must be NONE or null "
+                              "(graph=eager or graph=compiled)")
         return GraphPlan(cudagraph_mode="NONE", capture_sizes=[], enforce_eager=False), warnings
 
     native_fap = hw.kind != "npu" or version_at_least(version, "0.21.0rc1")
@@ -140,6 +142,11 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
         default_max = min(ctx.max_num_seqs * (spec_factor if ascend_rule else 2), 512)
         sizes = default_capture_sizes(graph.max_cudagraph_capture_size or default_max)
 
+    if sizes and sizes[-1] > ctx.max_num_batched_tokens:
+        kept = [x for x in sizes if x <= ctx.max_num_batched_tokens]
+        warnings.append(f"capture sizes above max_num_batched_tokens={ctx.max_num_batched_tokens} dropped "
+                        f"({len(sizes) - len(kept)} of {len(sizes)}): no batch is larger")
+        sizes = kept or [ctx.max_num_batched_tokens]
     tp = ctx.parallel.tensor_parallel_size
     if ctx.tp_aligned and tp > 1:
         aligned = [s for s in sizes if s % tp == 0]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from pydantic import ValidationError
+
 from ascendflow.models.checkpoint import read_inventory
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
@@ -54,7 +56,14 @@ def _read_architecture(model_dir: Path, key: str) -> ModelArchitecture:
     config = model_dir / "config.json"
     if not config.is_file():
         raise ConfigError(key, str(model_dir), "is not a Hugging Face model directory (no config.json in it)")
-    return ModelArchitecture.from_hf_config(json.loads(config.read_text()))
+    try:
+        return ModelArchitecture.from_hf_config(json.loads(config.read_text()))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(key, str(model_dir), f"config.json is not valid JSON ({exc})") from None
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        raise ConfigError(key, str(model_dir), f"config.json field {'.'.join(map(str, err['loc']))}: "
+                                               f"{err['msg']}") from None
 
 
 def resolve_model(model: ModelSpec, *, need_weights: bool,

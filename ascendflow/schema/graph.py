@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, PositiveInt
 
 from ascendflow.schema.base import Spec
 
@@ -25,5 +25,5 @@ class GraphSpec(Spec):
     name: str
     enforce_eager: bool = False
     cudagraph_mode: CudagraphMode | None = None
-    cudagraph_capture_sizes: tuple[int, ...] | None = None
+    cudagraph_capture_sizes: tuple[PositiveInt, ...] | None = None
     max_cudagraph_capture_size: int | None = Field(default=None, ge=1)

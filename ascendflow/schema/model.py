@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import model_validator
+
 from ascendflow.schema.base import Spec
 
 
@@ -27,3 +29,10 @@ class ModelSpec(Spec):
     source: Literal["smollm2_gguf", "tiny_deepseek", "smollm2_w8a8", "local", "hub"]
     path: str | None = None
     architecture: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _path_only_where_used(self) -> "ModelSpec":
+        if self.path is not None and self.source not in ("local", "hub"):
+            raise ValueError(f"model.path is used only with source local or hub, not {self.source}; "
+                             f"use model=local model.path=<dir>")
+        return self

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -40,6 +41,9 @@ class TrackedRun:
         self.uri: str | None = None
         if not self.enabled:
             return
+        # An unreachable tracking server fails in seconds instead of retrying for minutes.
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
         from mlflow.tracking import MlflowClient
 
         tags = {**version_tags(), **tags}

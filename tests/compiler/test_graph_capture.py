@@ -30,10 +30,10 @@ def _hardware(name: str):
 
 
 def _ctx(arch, *, tp=1, dp=1, ep=False, hw="atlas_800i_a2", version="0.20.2rc1", seqs=256, spec_tokens=0,
-         aiv=False, tp_aligned=False):
+         aiv=False, tp_aligned=False, mnbt=16384):
     return GraphContext(arch=arch, parallel=ParallelSpec(tensor_parallel_size=tp, data_parallel_size=dp,
                                                          enable_expert_parallel=ep),
-                        hardware=_hardware(hw), vllm_ascend=version, max_num_seqs=seqs,
+                        hardware=_hardware(hw), vllm_ascend=version, max_num_seqs=seqs, max_num_batched_tokens=mnbt,
                         num_speculative_tokens=spec_tokens, enforce_eager=False, tp_aligned=tp_aligned, aiv=aiv,
                         multistream_overlap_shared_expert=False)
 
@@ -107,3 +107,10 @@ def test_tp_alignment_and_the_950_cap():
 def test_sampling_keeps_the_ends():
     assert sample_sizes(list(range(1, 11)), 4) == [1, 4, 7, 10]
     assert sample_sizes([1, 2], 5) == [1, 2]
+
+
+def test_capture_sizes_above_the_batch_budget_are_dropped():
+    plan, warnings = graph_plan(GraphSpec(name="p", cudagraph_mode="PIECEWISE", max_cudagraph_capture_size=100000),
+                                _ctx(QWEN3_8B, seqs=16, version="0.23.0.post1", mnbt=2048))
+    assert plan.capture_sizes[-1] == 2048
+    assert any("above max_num_batched_tokens=2048 dropped" in w for w in warnings)

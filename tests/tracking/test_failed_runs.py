@@ -51,3 +51,11 @@ def test_auto_mode_plans_only_when_the_hardware_is_absent(tmp_path, mlflow_uri):
     assert plan["workers"][0]["env"] == {"ASCEND_RT_VISIBLE_DEVICES": "0"}
     (run,) = mlflow_runs(mlflow_uri)
     assert run.data.tags["run.mode"] == "plan"
+
+
+def test_a_missing_value_still_records_a_failed_run(tmp_path, mlflow_uri):
+    proc = run_ascendflow(["model=local"], cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri})
+    assert proc.returncode == 2 and "model.path='???': is missing" in proc.stderr
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "FAILED" and "model.path" in run.data.tags["error"]
+    assert "error.txt" in artifact_paths(mlflow_uri, run.info.run_id)
