@@ -106,7 +106,7 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         tracked.log_params(spec.model_dump(mode="json"))
         with console.step(f"model {spec.model.name}") as update:
             model = resolve_model(spec.model, need_weights=mode in ("serve", "offline"), progress=update)
-        plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.id,
+        plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
                             host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
                             host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
         written = write_plan(plan, run_dir)

@@ -72,5 +72,5 @@ def kv_capacity_line(plan: Plan) -> str:
     """``KV capacity: <blocks> blocks × <block> = <tokens> tokens; max concurrency <x> at max_model_len=<L>``."""
     kv = plan.kv_cache
     return (f"KV capacity: {kv.num_blocks:,} blocks × {kv.block_size} tokens = {kv.num_blocks * kv.block_size:,} "
-            f"tokens (vLLM reports {kv.tokens:,}); max concurrency {kv.max_concurrency:.2f} at "
+            f"tokens (as vLLM logs it: {kv.tokens:,}); max concurrency {kv.max_concurrency:.2f} at "
             f"max_model_len={plan.engine_args['max_model_len']:,}")

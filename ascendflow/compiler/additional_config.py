@@ -38,6 +38,7 @@ def additional_config(spec: RunSpec, vllm_ascend: str | None) -> dict[str, Any]:
         if key not in known:
             having = sorted(v for v, keys in table.items() if key in keys)
             where = f"it exists in vllm-ascend {having}" if having else "no vllm-ascend release reads it"
-            raise ConfigError(f"ascend.additional_config.{key}", value,
+            where_set = "other." if key in spec.ascend.additional_config.other else ""
+            raise ConfigError(f"ascend.additional_config.{where_set}{key}", value,
                               f"unknown to vllm-ascend {vllm_ascend}, which would silently ignore it; {where}")
     return config

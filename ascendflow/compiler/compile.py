@@ -21,6 +21,9 @@ from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
 
+#: Launch-time reference for the weights of a quantized plan compiled from inline architecture values.
+MODEL_PATH_REF = "${ASCENDFLOW_MODEL_PATH}"
+
 #: Upper bound on a shipped chat prompt with the chat template applied, tokens (longest prompt: about 60 tokens).
 CHAT_PROMPT_TOKENS = 256
 
@@ -63,6 +66,8 @@ def _resolve_limits(spec: RunSpec, arch: ModelArchitecture) -> tuple[int, int, i
 def _fixes(spec: RunSpec, *, context_len: bool) -> str:
     """The nearest fixes for a KV shortfall; ``context_len``: the shortfall is for one ``max_model_len`` request."""
     hints = ["lower engine.max_model_len"] if context_len else []
+    if spec.engine.kv_cache_memory_bytes or spec.hardware.default_kv_cache_memory_bytes:
+        return "; ".join(hints + ["raise engine.kv_cache_memory_bytes"])
     if spec.engine.gpu_memory_utilization < 0.95:
         hints.append("raise engine.gpu_memory_utilization")
     hints.append("raise parallel.tensor_parallel_size (or expert parallel / more nodes for MoE)")
@@ -117,11 +122,20 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                           "the model has no MTP layers (num_nextn_predict_layers = 0)")
     warnings: list[str] = []
     _check_quantization(spec, checkpoint)
+    if quant.method == "ascend" and checkpoint is None and spec.model.path is None:
+        # The hub id names the original (bf16/FP8) weights: a W8A8 plan must serve an msModelSlim export.
+        model_path = MODEL_PATH_REF
+        warnings.append("quantization=ascend needs an msModelSlim checkpoint: set model.path=<dir on the nodes>, or "
+                        "export ASCENDFLOW_MODEL_PATH there before launch (the scripts refuse to start without it)")
 
     dtype = arch.torch_dtype if eng.dtype == "auto" else eng.dtype
     if dtype not in hw.dtypes:
         raise ConfigError("engine.dtype", eng.dtype,
                           f"resolves to {dtype}, which {hw.device_name} does not support; use one of {list(hw.dtypes)}")
+    if hw.kind == "npu" and quant.kv_cache_dtype != "auto":
+        raise ConfigError("quantization.kv_cache_dtype", quant.kv_cache_dtype,
+                          "vllm-ascend takes an int8 KV cache (C8) from the checkpoint's kv_cache_type, not from "
+                          "--kv-cache-dtype; keep auto (reference §5)")
     kv_dtype = dtype if quant.kv_cache_dtype == "auto" else quant.kv_cache_dtype
     max_model_len, max_num_seqs, max_num_batched_tokens, block_size = _resolve_limits(spec, arch)
     if hw.kind == "npu" and block_size != 128 and (eng.enable_prefix_caching is not False
@@ -211,7 +225,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
             "engine.max_model_len", max_model_len,
             f"exceeds the KV capacity of the plan ({capacity} tokens = {kv.num_blocks} blocks × {block_size}; "
             f"short by {max_model_len - capacity} tokens, needs >= {need} KV bytes per device); fixes: "
-            f"{_fixes(spec, context_len=True)}" + ("; or raise engine.kv_cache_memory_bytes" if explicit_kv else ""))
+            f"{_fixes(spec, context_len=True)}")
     if kv.max_concurrency < max_num_seqs:
         warnings.append(f"KV cache holds {kv.max_concurrency:.1f} requests of max_model_len={max_model_len} tokens, "
                         f"fewer than max_num_seqs={max_num_seqs}: long requests will queue or be preempted")

@@ -37,6 +37,15 @@ def common_env(spec: RunSpec, *, graphs_on: bool) -> dict[str, str]:
     if par.node_addresses and len(par.node_addresses) != par.nodes:
         raise ConfigError("parallel.node_addresses", list(par.node_addresses),
                           f"needs one address per node (parallel.nodes={par.nodes})")
+    bundle_keys = {"PYTORCH_NPU_ALLOC_CONF": None, "TASK_QUEUE_ENABLE": None, "OMP_PROC_BIND": None,
+                   "OMP_NUM_THREADS": "ascend.omp_num_threads", "HCCL_BUFFSIZE": "ascend.hccl_buffsize_mb",
+                   "HCCL_CONNECT_TIMEOUT": "ascend.hccl_connect_timeout_s",
+                   "HCCL_EXEC_TIMEOUT": "ascend.hccl_exec_timeout_s",
+                   "HCCL_OP_EXPANSION_MODE": "ascend.hccl_op_expansion_mode_aiv"}
+    for key, setting in bundle_keys.items():
+        if key in env:
+            raise ConfigError(f"ascend.env.{key}", env[key], "is set by the environment bundle"
+                              + (f"; use {setting}" if setting else " (reference §6); remove it from ascend.env"))
     env.update({
         "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
         "TASK_QUEUE_ENABLE": "1",

@@ -23,6 +23,12 @@ SERVE_PREFIX = {
 }
 
 _REF = re.compile(r"\$\{(ASCENDFLOW_[A-Z0-9_]+)\}")
+#: What each launch-time reference stands for, in config terms.
+_REF_HINTS = {
+    "ASCENDFLOW_NODE": "or give parallel.node_addresses in the config",
+    "ASCENDFLOW_NIC": "or give parallel.nic_name in the config",
+    "ASCENDFLOW_MODEL_PATH": "the msModelSlim checkpoint directory, or give model.path in the config",
+}
 
 
 def engine_args_to_argv(engine_args: dict[str, Any]) -> list[str]:
@@ -69,11 +75,16 @@ def _required_refs(texts: list[str]) -> list[str]:
     return sorted({m for t in texts for m in _REF.findall(t)})
 
 
+def _ref_hint(ref: str) -> str:
+    key = "ASCENDFLOW_NODE" if re.fullmatch(r"ASCENDFLOW_NODE\d+_IP", ref) else ref
+    return _REF_HINTS.get(key, "see the plan's warnings")
+
+
 def _guard(refs: list[str]) -> list[str]:
     if not refs:
         return []
     lines = ["# Values the config did not give: set them before launching (the script stops if one is missing)."]
-    lines += [f': "${{{r}:?set {r} (see parallel.node_addresses / parallel.nic_name in the config)}}"' for r in refs]
+    lines += [f': "${{{r}:?set {r} ({_ref_hint(r)})}}"' for r in refs]
     return lines + [""]
 
 

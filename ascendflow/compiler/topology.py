@@ -23,6 +23,19 @@ def check_parallel(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelAr
         raise ConfigError(
             "parallel.tensor_parallel_size", tp,
             f"must divide the model's num_attention_heads ({arch.num_attention_heads}); valid: {divisors}")
+    kv = arch.kv_heads
+    if not arch.is_mla and tp % kv and kv % tp:
+        raise ConfigError("parallel.tensor_parallel_size", tp,
+                          f"must divide the model's num_key_value_heads ({kv}) or be a multiple of it "
+                          "(vLLM QKVParallelLinear)")
+    widths = [("intermediate_size", arch.intermediate_size)]
+    if not parallel.enable_expert_parallel:
+        widths.append(("moe_intermediate_size", arch.moe_intermediate_size))
+    for name, width in widths:
+        if width and (arch.routed_experts == 0 or name != "intermediate_size" or arch.first_k_dense_replace) \
+                and width % tp:
+            raise ConfigError("parallel.tensor_parallel_size", tp,
+                              f"must divide the model's {name} ({width}) (vLLM MergedColumnParallelLinear)")
     if parallel.pipeline_parallel_size > arch.num_hidden_layers:
         raise ConfigError("parallel.pipeline_parallel_size", parallel.pipeline_parallel_size,
                           f"exceeds the model's num_hidden_layers ({arch.num_hidden_layers})")

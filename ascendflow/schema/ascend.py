@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
+from typing_extensions import Annotated
 
 from ascendflow.schema.base import Spec
+
+#: Environment values as strings: ``+ascend.env.X=1`` arrives from Hydra as an int.
+EnvValue = Annotated[str, BeforeValidator(lambda v: str(v).lower() if isinstance(v, bool) else str(v))]
 
 
 class AdditionalConfig(Spec):
@@ -58,4 +62,4 @@ class AscendSpec(Spec):
     hccl_connect_timeout_s: int = Field(default=120, ge=1)
     hccl_exec_timeout_s: int = Field(default=300, ge=1)
     enable_sequence_parallelism: bool = False
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict)

@@ -25,5 +25,5 @@ class GraphSpec(Spec):
     name: str
     enforce_eager: bool = False
     cudagraph_mode: CudagraphMode | None = None
-    cudagraph_capture_sizes: tuple[PositiveInt, ...] | None = None
+    cudagraph_capture_sizes: tuple[PositiveInt, ...] | None = Field(default=None, min_length=1)
     max_cudagraph_capture_size: int | None = Field(default=None, ge=1)

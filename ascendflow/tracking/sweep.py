@@ -10,6 +10,7 @@ FINISHED; an interrupted sweep ends it KILLED (see :func:`end_parent`).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,17 @@ class MlflowSweepCallback(Callback):
     """Hydra callback: the MLflow parent run of a multirun."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Create the experiment and the parent run; write ``mlflow_sweep.json`` into the sweep directory."""
+        """Refuse parallel engines (exit 2, before any job); create the experiment and the parent run; write
+        ``mlflow_sweep.json`` into the sweep directory. (Hydra turns callback exceptions into warnings, so refusals
+        exit with ``SystemExit``.)"""
+        kind = OmegaConf.select(config, "hardware.kind", default="cpu")
+        mode = OmegaConf.select(config, "run.mode", default="auto")
+        engines = mode in ("serve", "offline") or (mode == "auto" and kind == "cpu")
+        try:
+            refuse_parallel_engines(OmegaConf.select(config, "hydra.launcher"), "serve" if engines else "plan")
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
         if not tracking.enabled:
             return
@@ -121,5 +132,11 @@ class MlflowSweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """End the parent FINISHED with the children's counts (failed children do not fail the sweep)."""
         sweep = read_sweep(Path(str(config.hydra.sweep.dir)).resolve())
-        if sweep is not None:
-            end_parent(sweep, "FINISHED")
+        if sweep is None:
+            return
+        end_parent(sweep, "FINISHED")
+        counts = sweep_counts(sweep["tracking_uri"], sweep["experiment_id"], sweep["run_id"])
+        if counts and not counts.get("FINISHED"):
+            print(f"error: no job of the sweep finished ({counts.get('FAILED', 0)} failed); see the FAILED child runs",
+                  file=sys.stderr)
+            raise SystemExit(1)

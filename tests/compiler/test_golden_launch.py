@@ -60,6 +60,7 @@ def test_multi_node_script_refuses_to_start_without_addresses(tmp_path):
     script = tmp_path / "node1.sh"
     script.write_text(_scripts("deepseek_r1")["node1.sh"])
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASCENDFLOW_")}
+    env["ASCENDFLOW_MODEL_PATH"] = "/models/DeepSeek-R1-W8A8"  # the W8A8 checkpoint is given; the NIC is not
     proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env)
     assert proc.returncode != 0
     assert "ASCENDFLOW_NIC" in proc.stderr and "parallel.nic_name" in proc.stderr
@@ -68,11 +69,13 @@ def test_multi_node_script_refuses_to_start_without_addresses(tmp_path):
 
 def test_addresses_from_the_config_leave_no_placeholder():
     raw = compose_config(["+recipe=deepseek_r1", "parallel.node_addresses=[10.0.0.1,10.0.0.2]",
-                          "parallel.nic_name=enp189s0f0"])
+                          "parallel.nic_name=enp189s0f0", "model.path=/models/DeepSeek-R1-W8A8"])
     raw.pop("hydra", None)
     spec = load_spec(raw)
-    plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path="/m")
+    plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture,
+                        model_path=spec.model.path)
     scripts = launch_scripts(plan)
     assert "ASCENDFLOW_" not in scripts["node0.sh"] + scripts["node1.sh"]
     assert "export HCCL_IF_IP=10.0.0.2" in scripts["node1.sh"]
     assert "--data-parallel-address 10.0.0.1" in scripts["node1.sh"]
+    assert "exec vllm serve /models/DeepSeek-R1-W8A8 " in scripts["node1.sh"]

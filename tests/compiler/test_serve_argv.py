@@ -34,7 +34,7 @@ def test_serve_command_parses_with_vllms_parser(overrides):
     raw.pop("hydra", None)
     spec = load_spec(raw)
     model = resolve_model(spec.model, need_weights=False)
-    plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.id,
+    plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
                         host_memory_bytes=16 * 2**30)
     prefix = SERVE_PREFIX[plan.target.kind]
     assert plan.serve_command[: len(prefix)] == prefix

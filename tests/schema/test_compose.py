@@ -53,7 +53,7 @@ def _compile(overrides: list[str]):
     raw.pop("hydra", None)
     spec = load_spec(raw)
     model = resolve_model(spec.model, need_weights=False)
-    return spec, compile_plan(spec, model.architecture, model_path=model.path or spec.model.id,
+    return spec, compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
                               host_memory_bytes=HOST_MEMORY, checkpoint=model.checkpoint)
 
 

@@ -59,3 +59,17 @@ def test_a_missing_value_still_records_a_failed_run(tmp_path, mlflow_uri):
     (run,) = mlflow_runs(mlflow_uri)
     assert run.info.status == "FAILED" and "model.path" in run.data.tags["error"]
     assert "error.txt" in artifact_paths(mlflow_uri, run.info.run_id)
+
+
+def test_sweep_exit_codes_refused_launcher_and_nothing_finished(tmp_path, mlflow_uri):
+    env = {"MLFLOW_TRACKING_URI": mlflow_uri}
+    refused = run_ascendflow(["-m", "engine.max_num_seqs=4,8", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
+                             cwd=tmp_path, env=env)
+    assert refused.returncode == 2
+    assert "error: hydra.launcher.n_jobs=2: parallel jobs would start engines" in refused.stderr
+    assert not list(tmp_path.glob("outputs/multirun/*/*/*/plan.json"))
+    failed = run_ascendflow(["-m", "engine.max_model_len=9000,9999", "run.mode=plan"], cwd=tmp_path, env=env)
+    assert failed.returncode == 1
+    assert "no job of the sweep finished (2 failed)" in failed.stderr
+    parents = [r for r in mlflow_runs(mlflow_uri) if r.data.tags.get("ascendflow.sweep") == "parent"]
+    assert [p.info.status for p in parents if p.data.metrics.get("jobs_failed") == 2] == ["FINISHED"]

@@ -4,9 +4,10 @@
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).
-: "${ASCENDFLOW_NIC:?set ASCENDFLOW_NIC (see parallel.node_addresses / parallel.nic_name in the config)}"
-: "${ASCENDFLOW_NODE0_IP:?set ASCENDFLOW_NODE0_IP (see parallel.node_addresses / parallel.nic_name in the config)}"
-: "${ASCENDFLOW_NODE1_IP:?set ASCENDFLOW_NODE1_IP (see parallel.node_addresses / parallel.nic_name in the config)}"
+: "${ASCENDFLOW_MODEL_PATH:?set ASCENDFLOW_MODEL_PATH (the msModelSlim checkpoint directory, or give model.path in the config)}"
+: "${ASCENDFLOW_NIC:?set ASCENDFLOW_NIC (or give parallel.nic_name in the config)}"
+: "${ASCENDFLOW_NODE0_IP:?set ASCENDFLOW_NODE0_IP (or give parallel.node_addresses in the config)}"
+: "${ASCENDFLOW_NODE1_IP:?set ASCENDFLOW_NODE1_IP (or give parallel.node_addresses in the config)}"
 
 export GLOO_SOCKET_IFNAME="${ASCENDFLOW_NIC}"
 export HCCL_BUFFSIZE=1024
@@ -23,4 +24,4 @@ export VLLM_LOGGING_LEVEL=INFO
 export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
 export HCCL_IF_IP="${ASCENDFLOW_NODE1_IP}"
 
-exec vllm serve /models/deepseek-ai/DeepSeek-R1 --served-model-name deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8 --pipeline-parallel-size 1 --data-parallel-size 2 --enable-expert-parallel --dtype bfloat16 --max-model-len 16384 --max-num-seqs 16 --max-num-batched-tokens 2048 --gpu-memory-utilization 0.9 --block-size 128 --seed 0 --enforce-eager --data-parallel-size-local 1 --data-parallel-address "${ASCENDFLOW_NODE0_IP}" --data-parallel-rpc-port 13389 --headless --data-parallel-start-rank 1 --host 0.0.0.0 --port 8000 "$@"
+exec vllm serve "${ASCENDFLOW_MODEL_PATH}" --served-model-name deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8 --pipeline-parallel-size 1 --data-parallel-size 2 --enable-expert-parallel --dtype bfloat16 --max-model-len 16384 --max-num-seqs 16 --max-num-batched-tokens 2048 --gpu-memory-utilization 0.9 --block-size 128 --seed 0 --enforce-eager --data-parallel-size-local 1 --data-parallel-address "${ASCENDFLOW_NODE0_IP}" --data-parallel-rpc-port 13389 --headless --data-parallel-start-rank 1 --host 0.0.0.0 --port 8000 "$@"

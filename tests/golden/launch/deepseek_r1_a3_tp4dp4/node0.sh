@@ -3,6 +3,9 @@
 # DP ranks from 0, devices [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]. Generated: recompile instead of editing.
 set -euo pipefail
 
+# Values the config did not give: set them before launching (the script stops if one is missing).
+: "${ASCENDFLOW_MODEL_PATH:?set ASCENDFLOW_MODEL_PATH (the msModelSlim checkpoint directory, or give model.path in the config)}"
+
 export HCCL_BUFFSIZE=1024
 export HCCL_CONNECT_TIMEOUT=600
 export HCCL_EXEC_TIMEOUT=600
@@ -14,4 +17,4 @@ export TASK_QUEUE_ENABLE=1
 export VLLM_LOGGING_LEVEL=INFO
 export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
 
-exec vllm serve /models/deepseek-ai/DeepSeek-R1 --served-model-name deepseek-ai/DeepSeek-R1 --tensor-parallel-size 4 --pipeline-parallel-size 1 --data-parallel-size 4 --enable-expert-parallel --dtype bfloat16 --max-model-len 16384 --max-num-seqs 16 --max-num-batched-tokens 4096 --gpu-memory-utilization 0.92 --block-size 128 --seed 0 --speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":3}' --compilation-config '{"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4,8,16,24,32,40,48,56,64]}' --host 0.0.0.0 --port 8000 "$@"
+exec vllm serve "${ASCENDFLOW_MODEL_PATH}" --served-model-name deepseek-ai/DeepSeek-R1 --tensor-parallel-size 4 --pipeline-parallel-size 1 --data-parallel-size 4 --enable-expert-parallel --dtype bfloat16 --max-model-len 16384 --max-num-seqs 16 --max-num-batched-tokens 4096 --gpu-memory-utilization 0.92 --block-size 128 --seed 0 --speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":3}' --compilation-config '{"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4,8,16,24,32,40,48,56,64]}' --host 0.0.0.0 --port 8000 "$@"

@@ -3,6 +3,9 @@
 # DP ranks from 0, devices [0, 1, 2, 3, 4, 5, 6, 7]. Generated: recompile instead of editing.
 set -euo pipefail
 
+# Values the config did not give: set them before launching (the script stops if one is missing).
+: "${ASCENDFLOW_MODEL_PATH:?set ASCENDFLOW_MODEL_PATH (the msModelSlim checkpoint directory, or give model.path in the config)}"
+
 export HCCL_BUFFSIZE=200
 export HCCL_CONNECT_TIMEOUT=120
 export HCCL_EXEC_TIMEOUT=300
@@ -14,4 +17,4 @@ export TASK_QUEUE_ENABLE=1
 export VLLM_LOGGING_LEVEL=INFO
 export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
 
-exec vllm serve /models/Qwen/Qwen3-235B-A22B --served-model-name Qwen/Qwen3-235B-A22B --tensor-parallel-size 8 --pipeline-parallel-size 1 --data-parallel-size 1 --dtype bfloat16 --max-model-len 40960 --max-num-seqs 24 --max-num-batched-tokens 16384 --gpu-memory-utilization 0.9 --block-size 128 --enable-prefix-caching --enable-chunked-prefill --seed 1024 --compilation-config '{"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4,8,16,24]}' --host 0.0.0.0 --port 8000 "$@"
+exec vllm serve "${ASCENDFLOW_MODEL_PATH}" --served-model-name Qwen/Qwen3-235B-A22B --tensor-parallel-size 8 --pipeline-parallel-size 1 --data-parallel-size 1 --dtype bfloat16 --max-model-len 40960 --max-num-seqs 24 --max-num-batched-tokens 16384 --gpu-memory-utilization 0.9 --block-size 128 --enable-prefix-caching --enable-chunked-prefill --seed 1024 --compilation-config '{"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4,8,16,24]}' --host 0.0.0.0 --port 8000 "$@"
