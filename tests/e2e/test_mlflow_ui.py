@@ -50,10 +50,8 @@ VIRTUAL_TIME_BUDGET_MS = 20000
 
 def _chromium() -> str:
     path = shutil.which("chromium")
-    if path is None:
-        if shutil.which("apt-get"):  # scripts/setup.sh would have installed it here
-            pytest.fail("chromium is not installed: run scripts/setup.sh (it installs Debian's chromium)")
-        pytest.skip("chromium is not installed and this machine has no apt-get to install it")
+    if path is None:  # scripts/setup.sh installs Debian's chromium; without a browser this test cannot prove anything
+        pytest.fail("chromium is not installed: run scripts/setup.sh (it installs Debian's chromium)")
     return path
 
 
