@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ascendflow.compiler import Plan
+from ascendflow.compiler.memory import GIB
 from ascendflow.tracking.mlflow_run import bench_metrics
-
-GIB = 1 << 30
 
 
 def result_record(plan: Plan, outcome: Mapping[str, Any]) -> dict[str, Any]:
