@@ -52,3 +52,21 @@ def run_ascendflow(args: list[str], cwd: Path, env: dict[str, str] | None = None
 def mlflow_uri(tmp_path: Path) -> str:
     """A fresh SQLite MLflow store in a temporary directory."""
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
+def plan_for(overrides: list[str], host_memory_bytes: int = 16 * 2**30):
+    """Compose, validate and compile in process (no engine, no MLflow): ``(spec, plan)``.
+
+    Raises:
+        ConfigError: as ``python -m ascendflow`` would report it.
+    """
+    from ascendflow.compiler import compile_plan
+    from ascendflow.models.resolve import resolve_model
+    from ascendflow.schema import load_spec
+
+    raw = compose_config(overrides)
+    raw.pop("hydra", None)
+    spec = load_spec(raw)
+    model = resolve_model(spec.model, need_weights=False)
+    return spec, compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
+                              host_memory_bytes=host_memory_bytes, checkpoint=model.checkpoint)

@@ -1,18 +1,12 @@
-"""Graph-capture pass: ``cudagraph_mode`` and capture sizes as the target engine version derives them.
+"""Graph-capture pass: ``cudagraph_mode`` and capture sizes as the target release derives them.
 
-Rules (``shared/reference/vllm_ascend.md`` §4):
-
-* Default maximum capture size on Ascend (>= v0.18, ``platform.py`` ``_get_default_max_cudagraph_capture_size``):
-  ``min(max_num_seqs × (1 + num_speculative_tokens), 512)``; before v0.18 and elsewhere vLLM's
-  ``min(max_num_seqs × 2, 512)``.
-* vLLM's default ladder: 1, 2, 4, multiples of 8 below 256, multiples of 16 up to the maximum.
-* MLA models: full graphs only for uniform decode batches (``FULL`` is refused; recipes use ``FULL_DECODE_ONLY``), and
-  with graphs ``num_heads / TP`` must be 32, 64 or 128 (error ``EZ9999 ... MLA only support {32, 64, 128}``).
-* TP > 1 with sequence parallelism, ``enable_shared_expert_dp`` or ``enable_dsa_cp``: sizes must be multiples of TP.
-* Ascend 950: piecewise modes keep at most 4 sizes.
-* ``FULL_AND_PIECEWISE`` is native from v0.21.0rc1; before, it runs as ``PIECEWISE``.
-* Stream budget (v0.11.0 … v0.20.2rc1, ``update_aclgraph_sizes``, PIECEWISE only): at most ``N`` sizes, sampled at
-  indices ``round(i·(len−1)/(N−1))``; later versions prune nothing, so the compiler warns (error 207008 risk).
+Every rule that differs by release comes from the row's :class:`~ascendflow.compiler.rules.EngineRules`
+(``data/engine_rules.yaml``, sources there). The steps run in vllm-ascend's order (``platform.py``
+``check_and_update_config``): default sizes (vLLM ``_set_cudagraph_sizes`` with the release's ladder and maximum),
+the v0.11 Qwen3-MoE DP ladder, sequence-parallel TP alignment, the Ascend 950 cap, the ACL stream budget
+(``utils.py`` ``update_aclgraph_sizes``, PIECEWISE only, with its v0.11 speculative enlargement), and vLLM's
+rounding of full-graph sizes to multiples of ``1 + k`` with speculative decoding
+(``compilation.py`` ``adjust_cudagraph_sizes_for_spec_decode``).
 """
 
 from __future__ import annotations
@@ -20,17 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ascendflow.compiler.plan import GraphPlan
-from ascendflow.compiler.software import version_at_least
+from ascendflow.compiler.rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.graph import GraphSpec
 from ascendflow.schema.hardware import HardwareSpec
 from ascendflow.schema.parallel import ParallelSpec
 
-MLA_GRAPH_HEADS = (32, 64, 128)
+#: ACL graphs one device can capture (2048 streams less a 248-stream buffer; vllm-ascend ``utils.py``
+#: ``update_aclgraph_sizes`` ``MAX_CAPTURE_SIZE``, v0.11.0 … v0.20.2rc1).
 STREAM_LIMIT = 1800
-#: vllm-ascend versions with the automatic stream-budget pruning (``update_aclgraph_sizes``).
-STREAM_BUDGET_FIRST, STREAM_BUDGET_LAST = "0.11.0", "0.20.2rc1"
+#: Largest default capture size (vLLM ``_set_cudagraph_sizes``; vllm-ascend ``_get_default_max_cudagraph_capture_size``).
+DEFAULT_MAX_CAPTURE = 512
 
 
 @dataclass(frozen=True)
@@ -40,43 +35,75 @@ class GraphContext:
     arch: ModelArchitecture
     parallel: ParallelSpec
     hardware: HardwareSpec
-    vllm_ascend: str | None
+    rules: EngineRules
     max_num_seqs: int
     max_num_batched_tokens: int
     num_speculative_tokens: int
     enforce_eager: bool
-    tp_aligned: bool  # sequence parallelism, enable_shared_expert_dp or enable_dsa_cp
+    sequence_parallel: bool  # vLLM/vllm-ascend sequence parallelism really on (capture sizes multiples of TP)
     aiv: bool  # HCCL_OP_EXPANSION_MODE=AIV
     multistream_overlap_shared_expert: bool
+    torchair: bool = False  # v0.11.0 torchair_graph_config.enabled: no ACL graphs
 
 
-def default_capture_sizes(max_size: int) -> list[int]:
-    """vLLM's default capture ladder up to ``max_size``: 1, 2, 4, multiples of 8 below 256, multiples of 16."""
-    ladder = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, max_size + 1, 16))
-    return [s for s in ladder if s <= max_size]
+def default_capture_sizes(max_size: int, ladder: str = "step8_16") -> list[int]:
+    """vLLM's default capture sizes up to ``max_size``, ascending.
+
+    ``step8`` (vLLM 0.11 ``_set_cudagraph_sizes``): 1, 2, 4 and every multiple of 8; ``step8_16`` (vLLM >= 0.13):
+    1, 2, 4, multiples of 8 below 256, multiples of 16 from 256.
+    """
+    if ladder == "step8":
+        sizes = [1, 2, 4] + list(range(8, max_size + 1, 8))
+    else:
+        sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, max_size + 1, 16))
+    return [s for s in sizes if s <= max_size]
 
 
-def sample_sizes(sizes: list[int], n: int) -> list[int]:
-    """Keep ``n`` of the ascending ``sizes`` at indices ``round(i·(len−1)/(n−1))`` (smallest and largest kept)."""
-    sizes = sorted(sizes)
+def default_max_capture_size(rules: EngineRules, max_num_seqs: int, num_speculative_tokens: int) -> int:
+    """The default largest capture size (``EngineRules.default_max_capture``), capped at 512."""
+    k = num_speculative_tokens
+    factor = {"vllm_2x": 2, "vllm_2x_spec": 2 * (1 + k), "seqs_spec": 1 + k}[rules.default_max_capture]
+    return min(max_num_seqs * factor, DEFAULT_MAX_CAPTURE)
+
+
+def sample_sizes(sizes: list[int], n: int, order: str = "ascending") -> list[int]:
+    """Keep ``n`` sizes as vllm-ascend ``update_aclgraph_sizes`` does, returned ascending.
+
+    Over the list in the release's order (``descending`` at vLLM 0.11): ``step = (len − 1) / (n − 1)`` (a float),
+    indices ``round(i · step)`` for i = 0 … n−1 (Python's round: ties to even), then the first and last index forced.
+
+    Raises:
+        ConfigError: ``n <= 1`` (upstream divides by ``n − 1`` and crashes).
+    """
     if n >= len(sizes):
-        return sizes
+        return sorted(sizes)
     if n <= 1:
-        return sizes[:1]
-    return sorted({sizes[round(i * (len(sizes) - 1) / (n - 1))] for i in range(n)})
+        raise ConfigError("graph.cudagraph_capture_sizes", sizes,
+                          f"the ACL stream budget leaves {n} capture size(s): vllm-ascend's sampler divides by "
+                          f"N − 1 and fails at start; use graph=eager, fewer layers per device (PP) or "
+                          f"HCCL_OP_EXPANSION_MODE=AIV")
+    ordered = sorted(sizes, reverse=order == "descending")
+    step = (len(ordered) - 1) / (n - 1)
+    indices = [round(i * step) for i in range(n)]
+    indices[0], indices[-1] = 0, len(ordered) - 1
+    return sorted(ordered[i] for i in indices)
 
 
 def stream_budget(ctx: GraphContext) -> int:
     """Most capture sizes the ACL stream budget allows in PIECEWISE mode (vllm-ascend ``update_aclgraph_sizes``).
 
-    ``R = layers + 1`` (+ draft layers + 1 with MTP), ``G = [DP > 1] + [TP > 1]``; non-AIV
-    ``N = floor((1800 − 40·G) / R / (1 + 2·G))``; AIV ``P = 1 + G + [EP] + [multistream_overlap_shared_expert]``
-    (+ ``[DP > 1]`` for MoE), ``N = floor(MAX' / R / P)`` with ``MAX' = 1800`` (MoE) or ``1800 − P·R`` (dense).
+    ``R = layers + 1``, plus the draft's layers + 1 with speculative decoding (``draft_layers_in_budget``: the
+    draft's ``hf_config.num_hidden_layers`` — the target's count for DeepSeek MTP — at v0.11/v0.13, its MTP layers
+    from v0.18); ``G = [DP > 1] + [TP > 1]``; non-AIV ``N = floor((1800 − 40·G) / R / (1 + 2·G))``; AIV
+    ``P = 1 + G + [EP] + [multistream_overlap_shared_expert]`` (+ ``[DP > 1]`` for MoE),
+    ``N = floor(MAX' / R / P)`` with ``MAX' = 1800`` (MoE) or ``1800 − P·R`` (dense).
     """
     a, par = ctx.arch, ctx.parallel
     r = a.num_hidden_layers + 1
-    if ctx.num_speculative_tokens and a.num_nextn_predict_layers:
-        r += a.num_nextn_predict_layers + 1
+    if ctx.num_speculative_tokens:
+        draft = a.num_hidden_layers if ctx.rules.draft_layers_in_budget == "hf_num_hidden_layers" else (
+            a.num_nextn_predict_layers or 0)
+        r += draft + 1
     g = int(par.data_parallel_size > 1) + int(par.tensor_parallel_size > 1)
     if not ctx.aiv:
         return (STREAM_LIMIT - 40 * g) // r // (1 + 2 * g)
@@ -88,27 +115,82 @@ def stream_budget(ctx: GraphContext) -> int:
 
 
 def _check_mla_heads(ctx: GraphContext) -> None:
+    allowed = ctx.hardware.mla_graph_heads
     heads = ctx.arch.num_attention_heads
     per_rank = heads // ctx.parallel.tensor_parallel_size
-    if per_rank not in MLA_GRAPH_HEADS:
-        valid = [tp for tp in range(1, heads + 1) if heads % tp == 0 and heads // tp in MLA_GRAPH_HEADS]
+    if allowed and per_rank not in allowed:
+        valid = [tp for tp in range(1, heads + 1) if heads % tp == 0 and heads // tp in allowed]
         raise ConfigError("parallel.tensor_parallel_size", ctx.parallel.tensor_parallel_size,
-                          f"MLA with graph capture needs num_attention_heads / TP in {list(MLA_GRAPH_HEADS)} "
-                          f"(vllm-ascend EZ9999), got {heads}/{ctx.parallel.tensor_parallel_size} = {per_rank}; "
-                          f"use TP in {valid} or graph=eager")
+                          f"MLA with graph capture on {ctx.hardware.device_name} needs num_attention_heads / TP in "
+                          f"{list(allowed)} (CANN MLA kernel, error EZ9999; vllm-ascend docs faqs.md), got "
+                          f"{heads}/{ctx.parallel.tensor_parallel_size} = {per_rank}; use TP in {valid} or graph=eager")
+
+
+def _mode(graph: GraphSpec, ctx: GraphContext, warnings: list[str]) -> str:
+    rules, hw = ctx.rules, ctx.hardware
+    mode = graph.cudagraph_mode or "FULL_AND_PIECEWISE"  # vLLM V1's default
+    if ctx.torchair:
+        if graph.cudagraph_mode not in (None, "NONE"):
+            warnings.append("torchair graph mode is on: vllm-ascend sets cudagraph_mode to NONE (platform.py, v0.11.0)")
+        return "NONE"
+    if mode == "FULL_AND_PIECEWISE" and hw.kind == "npu" and not rules.native_full_and_piecewise:
+        if graph.cudagraph_mode:
+            warnings.append(f"{rules_name(ctx)} runs FULL_AND_PIECEWISE as PIECEWISE (platform.py "
+                            "check_and_update_config)")
+        mode = "PIECEWISE"
+    if mode == "FULL" and hw.kind == "npu" and rules.full_mode_fallback == "none":
+        warnings.append(f"{rules_name(ctx)} does not run cudagraph_mode FULL on NPU and falls back to NONE "
+                        "(platform.py check_and_update_config); use graph=full_decode_only")
+        return "NONE"
+    if mode == "FULL" and ctx.arch.is_mla:
+        warnings.append("MLA attention captures full graphs only for uniform decode batches: vLLM downgrades "
+                        "cudagraph_mode FULL to FULL_DECODE_ONLY")
+        mode = "FULL_DECODE_ONLY"
+    return mode
+
+
+def _round_for_spec_decode(sizes: list[int], k: int, max_size: int, tp: int) -> list[int]:
+    """vLLM ``adjust_cudagraph_sizes_for_spec_decode``: sizes rounded up to a multiple of ``1 + k`` (``max(1 + k, TP)``
+    with sequence parallelism), de-duplicated, those above the largest size dropped; ``[1 + k]`` when none is left
+    but it fits.
+
+    Raises:
+        ConfigError: no size can be kept, or ``max(1 + k, TP)`` is not a multiple of both.
+    """
+    q = 1 + k
+    multiple = max(q, tp)
+    if multiple % q or multiple % tp:
+        raise ConfigError("engine.num_speculative_tokens", k,
+                          f"vLLM cannot find capture sizes that are multiples of both 1 + k = {q} and TP = {tp} "
+                          f"(adjust_cudagraph_sizes_for_spec_decode); choose k so that 1 + k divides TP or the reverse")
+    rounded = sorted({-(-s // multiple) * multiple for s in sizes if -(-s // multiple) * multiple <= max_size})
+    if not rounded and multiple <= max_size:
+        rounded = [multiple]
+    if not rounded:
+        raise ConfigError("engine.num_speculative_tokens", k,
+                          f"no capture size is left after rounding up to multiples of {multiple} (vLLM "
+                          f"adjust_cudagraph_sizes_for_spec_decode, largest {max_size}); raise "
+                          f"graph.max_cudagraph_capture_size or lower num_speculative_tokens")
+    return rounded
+
+
+def rules_name(ctx: GraphContext) -> str:
+    """The software row's name for messages (``vllm-ascend-0.20.2rc1``)."""
+    return ctx.hardware.software
 
 
 def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str]]:
-    """Resolve graph capture for the target.
+    """Resolve graph capture for the target release.
 
     Returns:
-        The :class:`GraphPlan` and warnings.
+        The :class:`GraphPlan` (sizes ascending) and warnings.
 
     Raises:
-        ConfigError: a mode the hardware or model does not support, the MLA head rule, no TP-aligned size left.
+        ConfigError: a mode the CPU engine does not run, the MLA head rule on A2/A3, no TP-aligned size left, a
+            stream budget of one size or less, no size left after rounding for speculative decoding.
     """
     warnings: list[str] = []
-    hw, version = ctx.hardware, ctx.vllm_ascend
+    hw, rules = ctx.hardware, ctx.rules
     if ctx.enforce_eager or graph.enforce_eager:
         return GraphPlan(cudagraph_mode="NONE", capture_sizes=[], enforce_eager=True), warnings
     if hw.kind == "cpu":
@@ -118,57 +200,83 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
                               "(graph=eager or graph=compiled)")
         return GraphPlan(cudagraph_mode="NONE", capture_sizes=[], enforce_eager=False), warnings
 
-    native_fap = hw.kind != "npu" or version_at_least(version, "0.21.0rc1")
-    mode = graph.cudagraph_mode or ("FULL_AND_PIECEWISE" if native_fap else "PIECEWISE")
-    if mode == "FULL_AND_PIECEWISE" and not native_fap:
-        warnings.append(f"vllm-ascend {version} runs FULL_AND_PIECEWISE as PIECEWISE (native from 0.21.0rc1)")
-        mode = "PIECEWISE"
+    mode = _mode(graph, ctx, warnings)
     if mode == "NONE":
         return GraphPlan(cudagraph_mode="NONE", capture_sizes=[], enforce_eager=False), warnings
     if ctx.arch.is_mla and hw.kind == "npu":
-        if mode == "FULL":
-            raise ConfigError("graph.cudagraph_mode", mode, "MLA attention supports full graphs only for uniform "
-                                                            "decode batches; use graph=full_decode_only")
         _check_mla_heads(ctx)
 
-    spec_factor = 1 + ctx.num_speculative_tokens
+    k = ctx.num_speculative_tokens
+    par = ctx.parallel
     if graph.cudagraph_capture_sizes is not None:
         sizes = sorted(set(graph.cudagraph_capture_sizes))
-        if sizes and sizes[-1] > ctx.max_num_seqs * spec_factor:
+        max_size = graph.max_cudagraph_capture_size or sizes[-1]
+        if sizes[-1] > ctx.max_num_seqs * (1 + k):
             warnings.append(f"capture size {sizes[-1]} exceeds max_num_seqs × (1 + speculative tokens) = "
-                            f"{ctx.max_num_seqs * spec_factor}: batches above max_num_seqs never occur")
+                            f"{ctx.max_num_seqs * (1 + k)}: batches above max_num_seqs never occur")
     else:
-        ascend_rule = hw.kind == "npu" and version_at_least(version, "0.18.0")
-        default_max = min(ctx.max_num_seqs * (spec_factor if ascend_rule else 2), 512)
-        sizes = default_capture_sizes(graph.max_cudagraph_capture_size or default_max)
+        max_size = graph.max_cudagraph_capture_size or default_max_capture_size(rules, ctx.max_num_seqs, k)
+        if rules.capture_ladder == "step8_16":  # vLLM >= 0.13: the largest size within the batch budget
+            max_size = min(max_size, ctx.max_num_batched_tokens)
+        sizes = default_capture_sizes(max_size, rules.capture_ladder)
+        if rules.ladder_appends == "max_capture" and sizes[-1] < max_size:
+            sizes.append(max_size)
+        if (rules.ladder_appends == "batched_tokens" and ctx.max_num_batched_tokens <= max_size
+                and ctx.max_num_batched_tokens not in sizes):
+            sizes = sorted({*sizes, ctx.max_num_batched_tokens})
+        if (rules.qwen3_moe_dp_ladder and ctx.arch.model_type == "qwen3_moe" and par.tensor_parallel_size == 1
+                and par.data_parallel_size > 1 and sizes[-1] <= ctx.max_num_batched_tokens):
+            # v0.11.0 utils.py update_default_aclgraph_sizes: kinder shapes for _npu_paged_attention (only when
+            # the default list is intact, i.e. nothing was dropped for max_num_batched_tokens).
+            sizes = [1, 2, 5, 10, 15, 20] + list(range(24, max_size + 1, 8))
+            max_size = sizes[-1]
 
-    if sizes and sizes[-1] > ctx.max_num_batched_tokens:
+    if sizes[-1] > ctx.max_num_batched_tokens and not (rules.qwen3_moe_dp_ladder and sizes[:6] == [1, 2, 5, 10, 15,
+                                                                                                    20]):
         kept = [x for x in sizes if x <= ctx.max_num_batched_tokens]
         warnings.append(f"capture sizes above max_num_batched_tokens={ctx.max_num_batched_tokens} dropped "
                         f"({len(sizes) - len(kept)} of {len(sizes)}): no batch is larger")
         sizes = kept or [ctx.max_num_batched_tokens]
-    tp = ctx.parallel.tensor_parallel_size
-    if ctx.tp_aligned and tp > 1:
+        max_size = sizes[-1]
+    tp = par.tensor_parallel_size
+    if ctx.sequence_parallel and tp > 1:
+        # vLLM VllmConfig.update_sizes_for_sequence_parallelism (called from vllm-ascend platform.py).
         aligned = [s for s in sizes if s % tp == 0]
         if not aligned:
             raise ConfigError("graph.cudagraph_capture_sizes", sizes,
-                              f"sequence parallelism / shared-expert DP / DSA CP with TP={tp} need capture sizes "
-                              f"that are multiples of {tp}; none left")
+                              f"sequence parallelism with TP={tp} needs capture sizes that are multiples of {tp}; "
+                              f"none left")
         sizes = aligned
-    piecewise = "PIECEWISE" in mode
-    if piecewise and hw.max_piecewise_capture_sizes and len(sizes) > hw.max_piecewise_capture_sizes:
-        sizes = sample_sizes(sizes, hw.max_piecewise_capture_sizes)
-        warnings.append(f"{hw.device_name} keeps at most {hw.max_piecewise_capture_sizes} piecewise capture sizes")
 
-    if hw.kind == "npu" and piecewise:
+    piecewise = "PIECEWISE" in mode
+    cap = rules.piecewise_size_cap_950 if hw.soc == "950" else None
+    if piecewise and cap and len(sizes) > cap:
+        sizes = sample_sizes(sizes, cap, rules.capture_order)
+        warnings.append(f"{hw.device_name} keeps at most {cap} piecewise capture sizes ({rules_name(ctx)})")
+
+    if hw.kind == "npu" and mode == "PIECEWISE":
         budget = stream_budget(ctx)
-        automatic = (version_at_least(version, STREAM_BUDGET_FIRST) and not version_at_least(version, "0.21.0rc1")
-                     and mode == "PIECEWISE")
-        if automatic and len(sizes) > budget:
-            sizes = sample_sizes(sizes, budget)
-            warnings.append(f"vllm-ascend {version} keeps {budget} capture sizes (ACL stream budget)")
-        elif not automatic and len(sizes) > budget:
+        if rules.stream_budget_pruning:
+            if len(sizes) > budget:
+                sizes = sample_sizes(sizes, budget, rules.capture_order)
+                warnings.append(f"{rules_name(ctx)} keeps {budget} capture sizes (ACL stream budget)")
+            if rules.spec_sizes_multiplied and k > 1 and sizes[-1] < (k + 1) * ctx.max_num_seqs:
+                sizes = sorted({(k + 1) * s for s in sizes})
+                warnings.append(f"{rules_name(ctx)} multiplies the capture sizes by {k + 1} for speculative decoding")
+        elif len(sizes) > budget:
+            smaller = sample_sizes(sizes, budget, rules.capture_order) if budget > 1 else sizes[:1]
             warnings.append(f"{len(sizes)} capture sizes exceed the ACL stream budget estimate ({budget}); capture "
-                            f"may fail with error 207008. Smaller list: "
-                            f"graph.cudagraph_capture_sizes={sample_sizes(sizes, budget)}")
+                            f"may fail with error 207008. Smaller list: graph.cudagraph_capture_sizes={smaller}")
+
+    if k and mode in rules.spec_decode_round_modes:
+        sizes = _round_for_spec_decode(sizes, k, max_size, tp if ctx.sequence_parallel and tp > 1 else 1)
+    if k and mode == "FULL_DECODE_ONLY" and rules.full_decode_spec_multiple_check:
+        q = 1 + k
+        off = [s for s in sizes if q <= s <= ctx.max_num_seqs * q and s % q]
+        if off:
+            raise ConfigError("graph.cudagraph_capture_sizes", sizes,
+                              f"{rules_name(ctx)} needs every FULL_DECODE_ONLY size in [{q}, {ctx.max_num_seqs * q}] "
+                              f"to be a multiple of num_speculative_tokens + 1 = {q} (model_runner_v1.py "
+                              f"_capture_model), not {off}; use graph.cudagraph_capture_sizes="
+                              f"{sorted({-(-s // q) * q for s in sizes})}")
     return GraphPlan(cudagraph_mode=mode, capture_sizes=sizes, enforce_eager=False), warnings

@@ -16,9 +16,9 @@ MIB = 1 << 20
 GIB = 1 << 30
 #: Margin vllm-ascend adds to its suggested ``--kv-cache-memory`` (PR #8289, reference §3).
 KV_PIN_MARGIN_BYTES = 150 * MIB
-#: Fixed memory per captured graph (task/stream bookkeeping); first-order estimate, to calibrate against
-#: vllm-ascend's logged graph GiB.
-GRAPH_OVERHEAD_BYTES = 2 * MIB
+#: Fixed memory per captured graph (task and stream bookkeeping), ESTIMATE calibrated on vllm-ascend #4807 (see
+#: :func:`graph_bytes`).
+GRAPH_OVERHEAD_BYTES = 128 * 1024
 
 
 def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_tokens: int, max_num_seqs: int,
@@ -45,27 +45,57 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
     return max_num_batched_tokens * per_token + logits
 
 
-def communicator_count(parallel: ParallelSpec) -> int:
-    """HCCL communicators a rank belongs to: one per parallel group larger than 1 (TP, PP, DP, and EP when on)."""
-    groups = [parallel.tensor_parallel_size, parallel.pipeline_parallel_size, parallel.data_parallel_size]
-    if parallel.enable_expert_parallel:
-        groups.append(parallel.tensor_parallel_size * parallel.data_parallel_size)
-    return sum(1 for g in groups if g > 1)
+#: Default HCCL buffer of a communication group, MB (vllm-ascend ``hccl_buffer_size`` default; reference §3).
+HCCL_GROUP_BUFFER_MB = 200
+#: Floor of the DP group's buffer, MB (vllm-ascend: ``max(ceil((dp + 1) × 4 B / MiB), 50)``; reference §3).
+HCCL_DP_BUFFER_FLOOR_MB = 50
 
 
-def non_torch_bytes(runtime_bytes: int, parallel: ParallelSpec, hccl_buffsize_mb: int) -> int:
-    """Runtime memory outside torch plus ``HCCL_BUFFSIZE`` MB for each communicator (reference §6). Bytes."""
-    return runtime_bytes + communicator_count(parallel) * hccl_buffsize_mb * MIB
+def hccl_buffers_mb(parallel: ParallelSpec, hccl_buffsize_mb: int) -> dict[str, int]:
+    """HCCL buffer per communication group a rank belongs to, MB (``EngineRules.hccl_buffers == "per_group"``).
+
+    Groups larger than one device: TP and PP take the default 200 MB (``hccl_buffer_size``); the DP group
+    ``max(ceil((dp + 1) × 4 B / MiB), 50)`` MB; the EP group (TP × DP with expert parallel) 200 MB; the MC2 group
+    (DP × TP, created whenever it spans more than one device) takes ``HCCL_BUFFSIZE``. Source:
+    ``shared/reference/vllm_ascend.md`` §3 (vllm-ascend ``distributed/parallel_state.py`` and
+    ``utils.py`` buffer options).
+    """
+    tp, pp, dp = parallel.tensor_parallel_size, parallel.pipeline_parallel_size, parallel.data_parallel_size
+    groups: dict[str, int] = {}
+    if tp > 1:
+        groups["tp"] = HCCL_GROUP_BUFFER_MB
+    if pp > 1:
+        groups["pp"] = HCCL_GROUP_BUFFER_MB
+    if dp > 1:
+        groups["dp"] = max(-(-((dp + 1) * 4) // MIB), HCCL_DP_BUFFER_FLOOR_MB)
+    if parallel.enable_expert_parallel and tp * dp > 1:
+        groups["ep"] = HCCL_GROUP_BUFFER_MB
+    if tp * dp > 1:
+        groups["mc2"] = hccl_buffsize_mb
+    return groups
+
+
+def non_torch_bytes(runtime_bytes: int, parallel: ParallelSpec, hccl_buffsize_mb: int, per_group: bool) -> int:
+    """Runtime memory outside torch (the hardware catalogue's estimate) plus the HCCL buffers of the rank's
+    communication groups (:func:`hccl_buffers_mb`; none on CPU/GPU rows). Bytes."""
+    hccl = sum(hccl_buffers_mb(parallel, hccl_buffsize_mb).values()) if per_group else 0
+    return runtime_bytes + hccl * MIB
 
 
 def graph_bytes(a: ModelArchitecture, layout: Layout, *, mode: str, capture_sizes: list[int],
                 dtype_bytes: int) -> int:
-    """Graph-pool estimate: per capture size, its input/output buffers (piecewise modes: one pair per piece, i.e.
-    per layer + 1; full modes: one pair) of ``size × hidden`` elements, plus :data:`GRAPH_OVERHEAD_BYTES` per
-    captured graph. First-order; vllm-ascend logs the measured value (reference §3). Bytes."""
+    """Graph-pool ESTIMATE, bytes.
+
+    All captured graphs share one memory pool (vLLM ``graph_pool``), so the pool holds the buffers of the largest
+    size once: ``pieces × 2 × max(size) × hidden × dtype_bytes`` (piecewise modes: one input/output pair per piece,
+    i.e. layers + 1; full modes: one pair), plus :data:`GRAPH_OVERHEAD_BYTES` per captured graph (sizes × pieces,
+    full modes one graph per size). Calibrated on vllm-ascend #4807 (v0.11.0, Qwen3-30B-A3B TP2 + EP, PIECEWISE,
+    11 sizes up to 512: logged "took 0.26 GiB"; this model: 0.257 GiB, error −1 %). One public figure: treat it as
+    an estimate (``plan.estimates``).
+    """
     if mode == "NONE" or not capture_sizes:
         return 0
-    pieces = len(layout.layers) + 1 if "PIECEWISE" in mode else 1
-    graphs = len(capture_sizes) * (pieces if mode == "PIECEWISE" else 1 + (pieces if "PIECEWISE" in mode else 0))
-    buffers = sum(2 * s * a.hidden_size * dtype_bytes for s in capture_sizes) * pieces
-    return buffers + graphs * GRAPH_OVERHEAD_BYTES
+    layer_pieces = len(layout.layers) + 1
+    pieces = layer_pieces if "PIECEWISE" in mode else 1
+    graphs = len(capture_sizes) * {"PIECEWISE": layer_pieces, "FULL_AND_PIECEWISE": layer_pieces + 1}.get(mode, 1)
+    return pieces * 2 * max(capture_sizes) * a.hidden_size * dtype_bytes + graphs * GRAPH_OVERHEAD_BYTES

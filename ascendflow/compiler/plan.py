@@ -110,6 +110,10 @@ class Plan(_Frozen):
     graph: GraphPlan
     stages: list[StagePlan] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    #: The release rules the plan was compiled with (``compiler/data/engine_rules.yaml`` row, with its sources).
+    rules: dict[str, Any] = Field(default_factory=dict)
+    #: Plan fields that are estimates, each with what it rests on and its measured error (``compiler/estimates.py``).
+    estimates: dict[str, str] = Field(default_factory=dict)
 
     def to_json(self) -> str:
         """The plan as pretty JSON (the ``plan.json`` format)."""

@@ -29,12 +29,17 @@ class HardwareSpec(Spec):
         default_kv_cache_memory_bytes: KV budget used when ``engine.kv_cache_memory_bytes`` is unset; required on
             CPU, where vLLM's utilisation rule reserves a fraction of the whole NUMA node (DESIGN.md §4).
         visible_devices_env: environment variable that selects devices (``ASCEND_RT_VISIBLE_DEVICES`` on Ascend).
-        default_max_num_batched_tokens: vLLM's default for the OpenAI server on this device, per device of the
-            world size (``vllm/engine/arg_utils.py`` ``get_batch_defaults``).
-        default_max_num_seqs: the same for ``max_num_seqs``.
         software: the row of the version matrix the plan targets (``ascendflow/compiler/data/version_matrix.yaml``),
             e.g. ``vllm-ascend-0.23.0``; override with ``hardware.software=...``.
-        max_piecewise_capture_sizes: most capture sizes kept in piecewise graph modes (Ascend 950: 4; reference §4).
+        soc: the chip family release rules key on: ``910b`` (A2), ``910c`` (A3), ``310p`` (300I Duo), ``950``,
+            ``cpu``, ``gpu`` (e.g. the 950's piecewise cap, the 310P KV halving; ``compiler/data/engine_rules.yaml``).
+        mla_graph_heads: MLA attention heads per rank the device's graph kernels accept (A2/A3: 32, 64, 128;
+            CANN error EZ9999, vllm-ascend docs ``faqs.md``); empty: no such rule (the v0.23.0 DeepSeek-V3.1
+            tutorial runs TP8 + FULL_DECODE_ONLY on 950DT).
+        runtime_reserved_bytes: device memory an idle device already uses outside the engine (driver/runtime), in
+            bytes; with ``occupied_bytes`` it lowers the free memory of the start-up check.
+        occupied_bytes: device memory other processes hold on each device when the engine starts (another engine,
+            a monitoring agent), bytes; 0 unless you say so (``hardware.occupied_bytes=...``).
         non_torch_bytes: per-device memory outside torch's allocator at run time (runtime, communication buffers
             besides HCCL's), bytes; the communicators' ``HCCL_BUFFSIZE`` is added by the compiler.
         multinode_moe_env: extra environment for multi-node MoE with expert parallel (A2:
@@ -53,10 +58,11 @@ class HardwareSpec(Spec):
     kv_block_size_multiple: int = Field(default=1, ge=1)
     default_kv_cache_memory_bytes: int | None = Field(default=None, gt=0)
     visible_devices_env: str | None = None
-    default_max_num_batched_tokens: int = Field(ge=1)
-    default_max_num_seqs: int = Field(ge=1)
     software: str
-    max_piecewise_capture_sizes: int | None = Field(default=None, ge=1)
+    soc: Literal["910b", "910c", "310p", "950", "cpu", "gpu"]
+    mla_graph_heads: tuple[int, ...] = ()
+    runtime_reserved_bytes: int = Field(default=0, ge=0)
+    occupied_bytes: int = Field(default=0, ge=0)
     non_torch_bytes: int = Field(default=0, ge=0)
     multinode_moe_env: dict[str, str] = Field(default_factory=dict)
     peak_tflops_bf16: float | None = Field(default=None, gt=0)

@@ -22,14 +22,29 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "launch"
 HOST_MEMORY = 16 * 2**30
 
 
-def _scripts(recipe: str) -> dict[str, str]:
+def _plan(recipe: str):
     raw = compose_config([f"+recipe={recipe}"])
     raw.pop("hydra", None)
     spec = load_spec(raw)
     model = resolve_model(spec.model, need_weights=False)
-    plan = compile_plan(spec, model.architecture, model_path=f"/models/{spec.model.id}",
+    return compile_plan(spec, model.architecture, model_path=f"/models/{spec.model.id}",
                         host_memory_bytes=HOST_MEMORY, host_amx=True)
-    return launch_scripts(plan)
+
+
+def _scripts(recipe: str) -> dict[str, str]:
+    return launch_scripts(_plan(recipe))
+
+
+@pytest.mark.parametrize("recipe", recipe_names())
+def test_plan_matches_golden(recipe):
+    """The whole plan (memory waterfall, KV, graph, engine args, rules, estimates) per recipe, as reviewed JSON."""
+    text = _plan(recipe).to_json() + "\n"
+    path = GOLDEN.parent / "plans" / f"{recipe}.json"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden plan for {recipe}: run with UPDATE_GOLDEN=1 and review it"
+    assert text == path.read_text()
 
 
 @pytest.mark.parametrize("recipe", recipe_names())

@@ -8,7 +8,11 @@ from ascendflow.compiler.graph import GraphContext, default_capture_sizes, graph
 from ascendflow.schema import ConfigError, ModelArchitecture
 from ascendflow.schema.graph import GraphSpec
 from ascendflow.schema.parallel import ParallelSpec
+from ascendflow.compiler.rules import engine_rules
 from tests.conftest import compose_config
+
+ROWS = {"0.11.0": "vllm-ascend-0.11.0", "0.18.0": "vllm-ascend-0.18.0", "0.20.2rc1": "vllm-ascend-0.20.2rc1",
+        "0.23.0.post1": "vllm-ascend-0.23.0"}
 
 QWEN3_8B = ModelArchitecture(model_type="qwen3", hidden_size=4096, num_hidden_layers=36, num_attention_heads=32,
                              num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=40960)
@@ -33,9 +37,9 @@ def _ctx(arch, *, tp=1, dp=1, ep=False, hw="atlas_800i_a2", version="0.20.2rc1",
          aiv=False, tp_aligned=False, mnbt=16384):
     return GraphContext(arch=arch, parallel=ParallelSpec(tensor_parallel_size=tp, data_parallel_size=dp,
                                                          enable_expert_parallel=ep),
-                        hardware=_hardware(hw), vllm_ascend=version, max_num_seqs=seqs, max_num_batched_tokens=mnbt,
-                        num_speculative_tokens=spec_tokens, enforce_eager=False, tp_aligned=tp_aligned, aiv=aiv,
-                        multistream_overlap_shared_expert=False)
+                        hardware=_hardware(hw), rules=engine_rules(ROWS[version]), max_num_seqs=seqs,
+                        max_num_batched_tokens=mnbt, num_speculative_tokens=spec_tokens, enforce_eager=False,
+                        sequence_parallel=tp_aligned, aiv=aiv, multistream_overlap_shared_expert=False)
 
 
 def test_public_check_qwen3_8b_keeps_48_sizes():
@@ -73,8 +77,9 @@ def test_no_pruning_after_v0_21_but_a_warning_with_a_smaller_list():
 def test_default_max_capture_size_on_ascend_counts_speculative_tokens():
     plan, _ = graph_plan(GraphSpec(name="f", cudagraph_mode="FULL_DECODE_ONLY"),
                          _ctx(DEEPSEEK_R1, tp=4, dp=4, ep=True, seqs=16, spec_tokens=3, version="0.23.0.post1"))
-    assert plan.capture_sizes[-1] == 64  # min(16 × (1 + 3), 512)
-    assert plan.capture_sizes == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    # max = min(16 × (1 + 3), 512) = 64; ladder 1 … 64, then vLLM 0.23 adjust_cudagraph_sizes_for_spec_decode rounds
+    # every size up to a multiple of 1 + 3 (deepseek_r1_a3_tp4dp4: 9 sizes, not 11).
+    assert plan.capture_sizes == [4, 8, 16, 24, 32, 40, 48, 56, 64]
 
 
 def test_full_and_piecewise_before_v0_21_runs_as_piecewise():
@@ -88,8 +93,14 @@ def test_mla_head_rule_under_graphs():
     with pytest.raises(ConfigError) as err:
         graph_plan(GraphSpec(name="f", cudagraph_mode="FULL_DECODE_ONLY"), _ctx(DEEPSEEK_R1, tp=8, dp=2, ep=True))
     assert "num_attention_heads / TP in [32, 64, 128]" in str(err.value) and "use TP in [1, 2, 4]" in str(err.value)
-    with pytest.raises(ConfigError, match="full_decode_only"):
-        graph_plan(GraphSpec(name="f", cudagraph_mode="FULL"), _ctx(DEEPSEEK_R1, tp=4))
+    # FULL on MLA is downgraded by vLLM to FULL_DECODE_ONLY with a warning, not refused.
+    plan, warnings = graph_plan(GraphSpec(name="f", cudagraph_mode="FULL"), _ctx(DEEPSEEK_R1, tp=4))
+    assert plan.cudagraph_mode == "FULL_DECODE_ONLY"
+    assert any("downgrades cudagraph_mode FULL to FULL_DECODE_ONLY" in w for w in warnings)
+    # The head rule is the A2/A3 kernels': the 950DT runs TP8 + FULL_DECODE_ONLY (v0.23.0 DeepSeek-V3.1 tutorial).
+    plan, _ = graph_plan(GraphSpec(name="f", cudagraph_mode="FULL_DECODE_ONLY"),
+                         _ctx(DEEPSEEK_R1, tp=8, hw="ascend_950dt", version="0.23.0.post1", seqs=16))
+    assert plan.cudagraph_mode == "FULL_DECODE_ONLY"
 
 
 def test_tp_alignment_and_the_950_cap():
@@ -112,5 +123,9 @@ def test_sampling_keeps_the_ends():
 def test_capture_sizes_above_the_batch_budget_are_dropped():
     plan, warnings = graph_plan(GraphSpec(name="p", cudagraph_mode="PIECEWISE", max_cudagraph_capture_size=100000),
                                 _ctx(QWEN3_8B, seqs=16, version="0.23.0.post1", mnbt=2048))
-    assert plan.capture_sizes[-1] == 2048
-    assert any("above max_num_batched_tokens=2048 dropped" in w for w in warnings)
+    # vLLM >= 0.13 caps the largest size at max_num_batched_tokens before building the ladder.
+    assert plan.capture_sizes[-1] == 2048 and len(plan.capture_sizes) == 3 + 31 + 113
+    plan, warnings = graph_plan(GraphSpec(name="p", cudagraph_mode="PIECEWISE", max_cudagraph_capture_size=512),
+                                _ctx(QWEN3_8B, seqs=16, version="0.11.0", mnbt=100))
+    assert plan.capture_sizes[-1] == 96  # vLLM 0.11 drops the sizes above it
+    assert any("above max_num_batched_tokens=100 dropped" in w for w in warnings)

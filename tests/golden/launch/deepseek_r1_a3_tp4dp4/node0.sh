@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan cb479b299bfee33b: node 0 of 1 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan 6ed5267dc25f0a31: node 0 of 1 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 0, devices [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]. Generated: recompile instead of editing.
 set -euo pipefail
 
@@ -17,4 +17,4 @@ export TASK_QUEUE_ENABLE=1
 export VLLM_LOGGING_LEVEL=INFO
 export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
 
-exec vllm serve "${ASCENDFLOW_MODEL_PATH}" --served-model-name deepseek-ai/DeepSeek-R1 --tensor-parallel-size 4 --pipeline-parallel-size 1 --data-parallel-size 4 --enable-expert-parallel --dtype bfloat16 --max-model-len 16384 --max-num-seqs 16 --max-num-batched-tokens 4096 --gpu-memory-utilization 0.92 --block-size 128 --seed 0 --speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":3}' --compilation-config '{"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4,8,16,24,32,40,48,56,64]}' --host 0.0.0.0 --port 8000 "$@"
+exec vllm serve "${ASCENDFLOW_MODEL_PATH}" --served-model-name deepseek-ai/DeepSeek-R1 --tensor-parallel-size 4 --pipeline-parallel-size 1 --data-parallel-size 4 --enable-expert-parallel --dtype bfloat16 --max-model-len 16384 --max-num-seqs 16 --max-num-batched-tokens 4096 --gpu-memory-utilization 0.92 --block-size 128 --seed 0 --speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":3}' --compilation-config '{"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[4,8,16,24,32,40,48,56,64]}' --host 0.0.0.0 --port 8000 "$@"

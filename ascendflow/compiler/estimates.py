@@ -1,0 +1,51 @@
+"""Which plan figures are estimates rather than rules read from the engine's source, with their measured error.
+
+Every label states what the figure rests on and the error measured against public engine logs (or that none could be
+measured yet). ``plan.estimates`` carries them; README "Engine model per release" lists them.
+"""
+
+from __future__ import annotations
+
+from ascendflow.schema.hardware import HardwareSpec
+
+#: Labels of the model-based figures (``ascendflow/compiler/memory.py``).
+ACTIVATION = ("ESTIMATE: first-order activation model (hidden, QKV, widest MLP per token at max_num_batched_tokens "
+              "+ fp32 sampler logits); no public log with its peak-activation figure and enough context was found, "
+              "error unmeasured")
+NON_TORCH = ("ESTIMATE: 0.5 GiB runtime outside torch (catalogue) + HCCL buffers per communication group (rule, "
+             "vllm-ascend parallel_state); runtime part unmeasured")
+GRAPH = ("ESTIMATE: one shared graph pool (largest size × pieces) + 128 KiB per graph, calibrated on vllm-ascend "
+         "#4807 (0.26 GiB logged, 0.257 GiB planned: -1 %); one public figure")
+RUNTIME_RESERVED = ("ESTIMATE: idle-device HBM in use (3.4 GB on 910B, vllm-ascend #89 and the issue's reports "
+                    "of 3.3-3.5 GB); enters the start-up free-memory check")
+
+
+def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, cudagraph_mode: str,
+                   graph_subtracted: bool) -> dict[str, str]:
+    """Labels for the figures of this plan that are estimates (key: the plan field).
+
+    Args:
+        hw: target hardware (its catalogue marks estimated device bytes with ``ESTIMATE`` comments; 910B4 and 950DT).
+        explicit_kv: the KV budget is given (``kv_cache_memory_bytes``): KV figures are then exact.
+        from_checkpoint: weights were counted from a local checkpoint's headers (exact) rather than the
+            architecture (exact for the modelled layers).
+        cudagraph_mode: the plan's graph mode (``NONE``: no graph memory).
+        graph_subtracted: the release (or pinning) subtracts graph memory from the KV budget.
+    """
+    labels: dict[str, str] = {}
+    if hw.kind == "cpu":
+        return labels
+    labels["memory.activation_bytes"] = ACTIVATION
+    labels["memory.non_torch_bytes"] = NON_TORCH
+    if cudagraph_mode != "NONE":
+        labels["memory.graph_bytes"] = GRAPH
+    if hw.runtime_reserved_bytes:
+        labels["hardware.runtime_reserved_bytes"] = RUNTIME_RESERVED
+    if hw.name in ("atlas_800i_a2_910b4", "ascend_950dt"):
+        labels["memory.device_total_bytes"] = "ESTIMATE: catalogue value not confirmed by a public log"
+    if not explicit_kv:
+        rests_on = "activation, non-torch" + (" and graph" if graph_subtracted and cudagraph_mode != "NONE" else "")
+        labels["kv_cache.num_blocks"] = (f"ESTIMATE: requested − weights − {rests_on} estimates; set "
+                                         f"engine.kv_cache_memory_bytes (v0.19.1rc1+) for an exact figure, or "
+                                         f"calibrate with python -m ascendflow.calibrate")
+    return labels

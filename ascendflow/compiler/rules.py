@@ -1,0 +1,149 @@
+"""Per-release engine rules: the one table of behaviour that differs by vLLM / vllm-ascend release.
+
+Every pass that depends on the engine release reads an :class:`EngineRules` record instead of comparing versions.
+The records live in ``data/engine_rules.yaml``, one row per software row of ``data/version_matrix.yaml`` (same
+names); a row may ``inherit`` another and override what changed, and must name the upstream files and tag it was read
+from (``source``). Adding a release is one row plus its tests.
+
+The table is package data read once at import (a static constant table), so compiling stays free of run-time I/O.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EngineRules(BaseModel):
+    """What one engine release does, field by field. Sources per row in ``data/engine_rules.yaml``.
+
+    Graph capture:
+        capture_ladder: vLLM's default capture sizes. ``step8``: 1, 2, 4 and every multiple of 8 up to the maximum
+            (vLLM 0.11 ``VllmConfig._set_cudagraph_sizes``); ``step8_16``: 1, 2, 4, multiples of 8 below 256,
+            multiples of 16 from 256 (vLLM >= 0.13).
+        capture_order: order of ``compilation_config.cudagraph_capture_sizes`` when vllm-ascend samples it
+            (``descending`` at vLLM 0.11 ``init_with_cudagraph_sizes``, ``ascending`` later).
+        default_max_capture: the default largest size. ``vllm_2x``: ``min(2 × max_num_seqs, 512)`` (vLLM 0.11);
+            ``vllm_2x_spec``: ``min(2 × max_num_seqs × (1 + k), 512)`` (vLLM >= 0.13); ``seqs_spec``:
+            ``min(max_num_seqs × (1 + k), 512)`` (vllm-ascend >= 0.18 ``platform.py``); ``k`` = speculative tokens.
+        stream_budget_pruning: vllm-ascend ``update_aclgraph_sizes`` samples PIECEWISE sizes to the ACL stream
+            budget (v0.11.0 … v0.20.2rc1); later releases prune nothing.
+        draft_layers_in_budget: what the MTP draft adds to ``R``: ``hf_num_hidden_layers`` (the draft's
+            ``hf_config.num_hidden_layers`` + 1, i.e. the target's layer count for DeepSeek MTP; v0.11, v0.13) or
+            ``total_num_hidden_layers`` (``get_total_num_hidden_layers()`` + 1 = MTP layers + 1; from v0.18).
+        spec_sizes_multiplied: v0.11.0 multiplies every size by ``k + 1`` when ``k > 1`` and the largest size is below
+            ``(k + 1) × max_num_seqs`` (``update_aclgraph_sizes``, end).
+        ladder_appends: what is appended to the default ladder when not on it: ``max_capture`` (the largest size;
+            vllm-ascend v0.13.0 ``patch/platform/patch_set_cudagraph_sizes.py``), ``batched_tokens``
+            (``max_num_batched_tokens`` when it is within the largest size; vLLM >= 0.20 ``_set_cudagraph_sizes``),
+            ``none``.
+        full_mode_fallback: what ``cudagraph_mode=FULL`` becomes: ``none`` (v0.11.0 ``platform.py``: "not support on
+            NPU. falling back to NONE", every model) or ``mla_decode_only`` (vLLM's resolver downgrades FULL to
+            FULL_DECODE_ONLY for backends with uniform-batch support only, i.e. MLA; others keep FULL).
+        spec_decode_round_modes: modes whose sizes vLLM ``adjust_cudagraph_sizes_for_spec_decode`` rounds up to
+            multiples of ``1 + k`` (``max(1 + k, TP)`` with sequence parallelism), dropping those above the largest:
+            FULL_DECODE_ONLY and FULL_AND_PIECEWISE from vLLM 0.13 (``gpu_model_runner._check_and_update_cudagraph_mode``),
+            FULL too from 0.20 (``CompilationConfig.resolve_cudagraph_mode_and_sizes``); none at v0.11.0.
+        full_decode_spec_multiple_check: v0.11.0 ``model_runner_v1.py _capture_model`` refuses FULL_DECODE_ONLY with
+            speculative decoding when a size in ``[1 + k, max_num_seqs × (1 + k)]`` is not a multiple of ``1 + k``.
+        qwen3_moe_dp_ladder: v0.11.0 ``update_default_aclgraph_sizes``: Qwen3-MoE at TP1 with DP > 1 captures
+            ``[1, 2, 5, 10, 15, 20] + range(24, max + 1, 8)``.
+        native_full_and_piecewise: ``FULL_AND_PIECEWISE`` runs as such (else silently as ``PIECEWISE``).
+        piecewise_size_cap_950: Ascend 950 keeps at most this many piecewise sizes (``None``: no cap).
+        shared_expert_dp_enables_sp: ``enable_shared_expert_dp`` turns sequence parallelism on when EP is on and
+            TP > 1 (capture sizes then multiples of TP); ``False`` where the key does that never (v0.11).
+        sp_pass_key: vLLM ``PassConfig`` key of the sequence-parallel pass.
+    Memory:
+        kv_cache_memory_bytes: ``--kv-cache-memory`` bypasses the utilisation rule (vllm-ascend >= v0.19.1rc1).
+        graph_memory_profiled: graph memory is profiled and subtracted from the KV budget before allocation
+            (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` on by default: v0.21.0rc1, v0.22.1rc1; CUDA vLLM 0.23).
+        p310_kv_halved: Atlas 300I Duo (310P) halves the available KV memory and has no ``kv_cache_memory_bytes``
+            path (``_310p/worker_310p.py``, >= v0.18.0).
+        startup_free_memory_check: the worker refuses to start when free memory is below
+            ``total × gpu_memory_utilization``.
+        hccl_buffers: ``per_group``: 200 MB per communication group (``hccl_buffer_size``), the DP group
+            ``max(ceil((dp + 1) × 4 B / MiB), 50)`` MB, the MC2 group (DP × TP) ``HCCL_BUFFSIZE`` MB;
+            ``none`` on CPU/GPU rows.
+        logged_kv_tokens: how vLLM logs ``KV cache size: N tokens``: ``blocks_per_group``
+            (``num_blocks // num_groups × block_size``, vLLM < 0.20) or ``concurrency_x_len``
+            (``int(max_concurrency × max_model_len)``, vLLM >= 0.20).
+    Weights:
+        mlapo_default: ``VLLM_ASCEND_ENABLE_MLAPO`` default (fused int8 MLA prolog copies on W8A8 models).
+        quantization_flag: msModelSlim checkpoints need ``--quantization ascend`` (auto-detected from v0.17.0rc1).
+    Defaults:
+        batch_defaults: how vLLM ``get_batch_defaults`` picks the server's ``max_num_batched_tokens`` /
+            ``max_num_seqs``: ``memory_tiers`` (the platform reports its device memory: the first of
+            ``server_batch_tiers`` whose threshold the device reaches), ``fallback`` (the platform does not report it:
+            the last tier), ``cpu_world_size`` (vLLM's CPU branch: 2048 × world tokens, 128 × world sequences).
+        server_batch_tiers: ``(min device GiB, max_num_batched_tokens, max_num_seqs)`` for the OpenAI server,
+            largest threshold first (``vllm/engine/arg_utils.py`` ``get_batch_defaults``).
+        default_batched_tokens_capped: vLLM >= 0.13 caps a defaulted ``max_num_batched_tokens`` at
+            ``max_num_seqs × max_model_len``.
+        block_size_rule: ``prefix_or_chunked``: 128 when prefix caching or chunked prefill is on (vllm-ascend
+            >= v0.13 ``refresh_block_size``); ``unless_ascend_scheduler``: 128 unless the ascend scheduler is on
+            (v0.11.0 ``platform.py``); ``platform``: the platform's default (CPU/GPU rows).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str = Field(min_length=1)
+    capture_ladder: Literal["step8", "step8_16"]
+    capture_order: Literal["descending", "ascending"]
+    default_max_capture: Literal["vllm_2x", "vllm_2x_spec", "seqs_spec"]
+    stream_budget_pruning: bool
+    draft_layers_in_budget: Literal["hf_num_hidden_layers", "total_num_hidden_layers"]
+    spec_sizes_multiplied: bool
+    ladder_appends: Literal["none", "max_capture", "batched_tokens"]
+    full_mode_fallback: Literal["none", "mla_decode_only"]
+    spec_decode_round_modes: tuple[Literal["FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"], ...]
+    full_decode_spec_multiple_check: bool
+    qwen3_moe_dp_ladder: bool
+    native_full_and_piecewise: bool
+    piecewise_size_cap_950: int | None = Field(ge=1)
+    shared_expert_dp_enables_sp: bool
+    sp_pass_key: Literal["enable_sequence_parallelism", "enable_sp"]
+    kv_cache_memory_bytes: bool
+    graph_memory_profiled: bool
+    p310_kv_halved: bool
+    startup_free_memory_check: bool
+    hccl_buffers: Literal["per_group", "none"]
+    logged_kv_tokens: Literal["blocks_per_group", "concurrency_x_len"]
+    mlapo_default: bool
+    quantization_flag: bool
+    batch_defaults: Literal["memory_tiers", "fallback", "cpu_world_size"]
+    server_batch_tiers: tuple[tuple[int, int, int], ...] = Field(min_length=1)
+    default_batched_tokens_capped: bool
+    block_size_rule: Literal["prefix_or_chunked", "unless_ascend_scheduler", "platform"]
+
+
+@lru_cache(maxsize=1)
+def rules_table() -> dict[str, EngineRules]:
+    """Every row of ``data/engine_rules.yaml`` with inheritance resolved, by software-row name.
+
+    Raises:
+        ValueError: a row inherits an unknown row, or lacks a field (pydantic names it).
+    """
+    text = resources.files("ascendflow.compiler").joinpath("data/engine_rules.yaml").read_text()
+    raw: dict[str, dict] = yaml.safe_load(text)
+
+    def resolved(name: str, seen: tuple[str, ...] = ()) -> dict:
+        if name in seen or name not in raw:
+            raise ValueError(f"engine_rules.yaml: row {name!r} is unknown or inherits itself ({' -> '.join(seen)})")
+        row = dict(raw[name])
+        parent = row.pop("inherit", None)
+        return {**(resolved(parent, (*seen, name)) if parent else {}), **row}
+
+    return {name: EngineRules.model_validate(resolved(name)) for name in raw}
+
+
+def engine_rules(row: str) -> EngineRules:
+    """The rules of software row ``row`` (a name of ``data/version_matrix.yaml``).
+
+    Raises:
+        KeyError: the row has no rules (a test keeps both tables in step).
+    """
+    return rules_table()[row]

@@ -1,0 +1,321 @@
+"""Each per-release engine rule (``ascendflow/compiler/data/engine_rules.yaml``) at the releases where it changes.
+
+Whole values: full capture lists, exact bytes and token counts. Expected values are computed by hand in the comments
+from the upstream rule the row cites (vllm-project/vllm-ascend at the tag, vLLM from its wheel).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ascendflow.compiler.graph import GraphContext, graph_plan, sample_sizes, stream_budget
+from ascendflow.compiler.memory import MIB, hccl_buffers_mb
+from ascendflow.compiler.rules import engine_rules, rules_table
+from ascendflow.compiler.software import version_matrix
+from ascendflow.schema import ConfigError, ModelArchitecture
+from ascendflow.schema.graph import GraphSpec
+from ascendflow.schema.hardware import HardwareSpec
+from ascendflow.schema.parallel import ParallelSpec
+from tests.compiler.test_graph_capture import DEEPSEEK_R1, QWEN3_8B, QWEN3_30B_A3B
+from tests.conftest import compose_config, plan_for
+
+PIECEWISE = GraphSpec(name="p", cudagraph_mode="PIECEWISE")
+#: Qwen3-VL-8B-Instruct's language model (shared/reference/configs/qwen3_vl_8b text_config): 36 layers.
+QWEN3_VL_8B_TEXT = ModelArchitecture(model_type="qwen3_vl_text", hidden_size=4096, num_hidden_layers=36,
+                                     num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=151936,
+                                     max_position_embeddings=262144)
+
+
+def _ctx(arch, row, *, tp=1, dp=1, ep=False, hw="atlas_800i_a2", seqs=256, k=0, aiv=False, sp=False, mnbt=16384):
+    hardware = HardwareSpec.model_validate(compose_config([f"hardware={hw}"])["hardware"])
+    return GraphContext(arch=arch, parallel=ParallelSpec(tensor_parallel_size=tp, data_parallel_size=dp,
+                                                         enable_expert_parallel=ep),
+                        hardware=hardware, rules=engine_rules(row), max_num_seqs=seqs, max_num_batched_tokens=mnbt,
+                        num_speculative_tokens=k, enforce_eager=False, sequence_parallel=sp, aiv=aiv,
+                        multistream_overlap_shared_expert=False)
+
+
+def test_every_software_row_has_rules_with_sources():
+    assert set(rules_table()) == set(version_matrix())
+    for name, rules in rules_table().items():
+        assert "vllm" in rules.source.lower(), name
+
+
+# --- Graph capture -------------------------------------------------------------------------------------------------
+
+def test_public_check_4807_qwen3_8b_v0_11_whole_list():
+    # vllm-ascend #4807 (v0.11.x, non-AIV, PIECEWISE, TP1): ladder 1, 2, 4, 8…512 by 8 (67 sizes, descending),
+    # N = floor(1800 / 37) = 48, step = 66 / 47.
+    ctx = _ctx(QWEN3_8B, "vllm-ascend-0.11.0")
+    assert stream_budget(ctx) == 48
+    plan, _ = graph_plan(PIECEWISE, ctx)
+    assert plan.capture_sizes == [1, 2, 8, 16, 32, 40, 48, 64, 72, 88, 96, 104, 120, 128, 144, 152, 160, 176, 184,
+                                  200, 208, 216, 232, 240, 256, 264, 280, 288, 296, 312, 320, 336, 344, 352, 368, 376,
+                                  392, 400, 408, 424, 432, 448, 456, 464, 480, 488, 504, 512]
+
+
+def test_public_check_3927_qwen3_vl_8b_tp2_v0_11_whole_list():
+    # vllm-ascend #3927: Qwen3-VL-8B (text model, 36 layers) TP2: N = floor((1800 − 40) / 37 / 3) = 15.
+    plan, _ = graph_plan(PIECEWISE, _ctx(QWEN3_VL_8B_TEXT, "vllm-ascend-0.11.0", tp=2))
+    assert plan.capture_sizes == [1, 24, 56, 96, 136, 176, 208, 248, 288, 320, 360, 400, 440, 472, 512]
+
+
+def test_ladder_after_vllm_0_13_steps_by_16_above_256():
+    plan, _ = graph_plan(GraphSpec(name="f", cudagraph_mode="FULL_DECODE_ONLY"),
+                         _ctx(QWEN3_8B, "vllm-ascend-0.13.0", seqs=320))
+    # v0.13.0 (patch_set_cudagraph_sizes, no "× 2"): max = min(320, 512) = 320; 1, 2, 4, 8…248 by 8, 256…320 by 16.
+    assert plan.capture_sizes == [1, 2, 4] + list(range(8, 256, 8)) + [256, 272, 288, 304, 320]
+
+
+def test_sampling_computes_the_step_first():
+    # upstream: step = (len − 1) / (N − 1), then round(i · step). For len 26, N 23 index 11 is round(11 · 25/22 as
+    # a float) = 13 (12.4999… → 12 with the direct quotient would keep size 13 instead of 14).
+    sizes = list(range(1, 27))
+    assert sample_sizes(sizes, 23) == [1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 23, 24, 25,
+                                       26]
+
+
+def test_a_stream_budget_of_one_size_is_refused():
+    # 200 layers, TP2 × DP2: R = 201, G = 2: floor(1720 / 201) = 8, // 5 = 1 → upstream divides by N − 1 = 0.
+    deep = QWEN3_8B.model_copy(update={"num_hidden_layers": 200})
+    ctx = _ctx(deep, "vllm-ascend-0.20.2rc1", tp=2, dp=2)
+    assert stream_budget(ctx) == 1
+    with pytest.raises(ConfigError, match="leaves 1 capture size"):
+        graph_plan(PIECEWISE, ctx)
+
+
+def test_mtp_draft_counts_the_target_layers_in_the_budget_until_v0_18():
+    # v0.13: R = 62 + (61 + 1) = 124 (draft hf_config.num_hidden_layers); v0.18: R = 62 + (1 + 1) = 64.
+    # AIV, MoE, TP4 DP4 EP: P = 1 + 2 + 1 + 1 = 5, MAX' = 1800.
+    assert stream_budget(_ctx(DEEPSEEK_R1, "vllm-ascend-0.13.0", tp=4, dp=4, ep=True, k=1, aiv=True)) == 2
+    assert stream_budget(_ctx(DEEPSEEK_R1, "vllm-ascend-0.18.0", tp=4, dp=4, ep=True, k=1, aiv=True)) == 5
+    # non-AIV: floor(1720 / 124) // 5 = 2 and floor(1720 / 64) // 5 = 5.
+    assert stream_budget(_ctx(DEEPSEEK_R1, "vllm-ascend-0.13.0", tp=4, dp=4, ep=True, k=1)) == 2
+    assert stream_budget(_ctx(DEEPSEEK_R1, "vllm-ascend-0.18.0", tp=4, dp=4, ep=True, k=1)) == 5
+
+
+def test_v0_11_multiplies_sampled_sizes_for_speculative_decoding():
+    # v0.11: max = min(2 × 16, 512) = 32 (no spec factor): [1, 2, 4, 8, 16, 24, 32]; R = 62 + 62 = 124, G = 2:
+    # N = 2 → [1, 32]; k = 2 > 1 and 32 < 3 × 16 → × 3 = [3, 96].
+    plan, warnings = graph_plan(PIECEWISE, _ctx(DEEPSEEK_R1, "vllm-ascend-0.11.0", tp=4, dp=4, ep=True, seqs=16,
+                                                 k=2))
+    assert plan.capture_sizes == [3, 96]
+    assert any("multiplies the capture sizes by 3" in w for w in warnings)
+    # From v0.13 no multiplication: max = min(16 × 3, 512) = 48 (the spec factor is in the maximum), N = 2 → [1, 48].
+    plan, _ = graph_plan(PIECEWISE, _ctx(DEEPSEEK_R1, "vllm-ascend-0.13.0", tp=4, dp=4, ep=True, seqs=16, k=2))
+    assert plan.capture_sizes == [1, 48]
+
+
+def test_v0_11_qwen3_moe_tp1_dp_ladder():
+    # update_default_aclgraph_sizes: [1, 2, 5, 10, 15, 20] + range(24, 129, 8) (20 sizes); non-AIV, G = 1, R = 49:
+    # N = floor(1760 / 49) // 3 = 11, sampled over the list in descending order (step 1.9).
+    plan, _ = graph_plan(PIECEWISE, _ctx(QWEN3_30B_A3B, "vllm-ascend-0.11.0", dp=2, seqs=64))
+    assert plan.capture_sizes == [1, 5, 15, 24, 40, 48, 64, 80, 96, 112, 128]
+    # v0.13: the plain ladder to min(64, 512) = 64: 11 sizes, within N = 11 (nothing sampled).
+    plan, _ = graph_plan(PIECEWISE, _ctx(QWEN3_30B_A3B, "vllm-ascend-0.13.0", dp=2, seqs=64))
+    assert plan.capture_sizes == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    # ... and sampled over the ascending list at 128 (seqs 128: 19 sizes, step 1.8).
+    plan, _ = graph_plan(PIECEWISE, _ctx(QWEN3_30B_A3B, "vllm-ascend-0.13.0", dp=2, seqs=128))
+    assert plan.capture_sizes == [1, 4, 16, 24, 40, 56, 72, 88, 96, 112, 128]
+
+
+def test_950_cap_from_v0_22_1rc1_only():
+    # seqs_spec max = 64: 11 sizes; v0.21.0rc1 keeps all (no stream pruning, no cap); v0.22.1rc1 keeps 4.
+    plan, _ = graph_plan(PIECEWISE, _ctx(QWEN3_8B, "vllm-ascend-0.21.0rc1", hw="ascend_950dt", seqs=64))
+    assert plan.capture_sizes == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    plan, _ = graph_plan(PIECEWISE, _ctx(QWEN3_8B, "vllm-ascend-0.22.1rc1", hw="ascend_950dt", seqs=64))
+    assert plan.capture_sizes == [1, 8, 40, 64]
+
+
+def test_ladder_appends_per_release():
+    # v0.13.0 appends an off-stride maximum (20 = 20 sequences × 1); v0.18.0 does not.
+    assert graph_plan(PIECEWISE, _ctx(QWEN3_8B, "vllm-ascend-0.13.0", seqs=20))[0].capture_sizes == [1, 2, 4, 8, 16,
+                                                                                                     20]
+    assert graph_plan(PIECEWISE, _ctx(QWEN3_8B, "vllm-ascend-0.18.0", seqs=20))[0].capture_sizes == [1, 2, 4, 8, 16]
+    # vLLM >= 0.20 appends max_num_batched_tokens when within the largest size: min(64, 100) = 64 → no; 60 → yes.
+    assert graph_plan(PIECEWISE, _ctx(QWEN3_8B, "vllm-ascend-0.23.0", seqs=64, mnbt=100))[0].capture_sizes == [
+        1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    assert graph_plan(PIECEWISE, _ctx(QWEN3_8B, "vllm-ascend-0.23.0", seqs=64, mnbt=60))[0].capture_sizes == [
+        1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 60]
+
+
+def test_full_mode_per_release():
+    full = GraphSpec(name="f", cudagraph_mode="FULL")
+    # v0.11.0: FULL is not supported on NPU at all → NONE.
+    plan, warnings = graph_plan(full, _ctx(QWEN3_8B, "vllm-ascend-0.11.0", seqs=8))
+    assert (plan.cudagraph_mode, plan.capture_sizes) == ("NONE", [])
+    # Later: dense attention keeps FULL; spec-decode rounding reaches FULL only from vLLM 0.20.
+    assert graph_plan(full, _ctx(QWEN3_8B, "vllm-ascend-0.18.0", seqs=8))[0].cudagraph_mode == "FULL"
+    r1 = graph_plan(full, _ctx(DEEPSEEK_R1, "vllm-ascend-0.18.0", tp=4, dp=4, ep=True, seqs=4, k=1))[0]
+    assert (r1.cudagraph_mode, r1.capture_sizes) == ("FULL_DECODE_ONLY", [2, 4, 8])  # 1, 2, 4, 8 → ×2 multiples
+
+
+def test_v0_11_full_decode_only_with_mtp_needs_multiples():
+    # v0.11.0: max = min(2 × 4, 512) = 8 → [1, 2, 4, 8]; q = 3: 4 and 8 lie in [3, 12] and are not multiples.
+    with pytest.raises(ConfigError) as err:
+        graph_plan(GraphSpec(name="f", cudagraph_mode="FULL_DECODE_ONLY"),
+                   _ctx(DEEPSEEK_R1, "vllm-ascend-0.11.0", tp=4, dp=4, ep=True, seqs=4, k=2))
+    assert "not [4, 8]" in str(err.value) and "cudagraph_capture_sizes=[3, 6, 9]" in str(err.value)
+
+
+def test_spec_decode_rounding_of_the_flagship_recipe():
+    _, plan = plan_for(["+recipe=deepseek_r1_a3_tp4dp4"])
+    assert plan.graph.cudagraph_mode == "FULL_DECODE_ONLY"
+    assert plan.graph.capture_sizes == [4, 8, 16, 24, 32, 40, 48, 56, 64]
+
+
+COMMON_MOE = ["hardware=atlas_800i_a2", "model=qwen3_30b_a3b", "parallel=tp2", "graph=piecewise",
+              "engine.max_num_seqs=16", "engine.max_model_len=4096"]
+
+
+def test_shared_expert_dp_aligns_sizes_only_with_ep_and_tp():
+    ep = ["parallel.enable_expert_parallel=true", "ascend.additional_config.enable_shared_expert_dp=true"]
+    # v0.23.0: max 16 → [1, 2, 4, 8, 16]; SP on (EP, TP2) → multiples of 2.
+    assert plan_for(COMMON_MOE + ep)[1].graph.capture_sizes == [2, 4, 8, 16]
+    # Without EP the key does not turn sequence parallelism on.
+    no_ep = ["ascend.additional_config.enable_shared_expert_dp=true"]
+    assert plan_for(COMMON_MOE + no_ep)[1].graph.capture_sizes == [1, 2, 4, 8, 16]
+    # v0.11.0 never turns it on from this key (max = min(2 × 16, 512) = 32, step-8 ladder).
+    old = plan_for(COMMON_MOE + ep + ["hardware.software=vllm-ascend-0.11.0"])[1]
+    assert old.graph.capture_sizes == [1, 2, 4, 8, 16, 24, 32]
+
+
+def test_sequence_parallel_pass_key_per_vllm():
+    sp = ["ascend.enable_sequence_parallelism=true"]
+    old = plan_for(COMMON_MOE + sp + ["hardware.software=vllm-ascend-0.11.0"])[1]
+    new = plan_for(COMMON_MOE + sp)[1]
+    assert old.engine_args["compilation_config"]["pass_config"] == {"enable_sequence_parallelism": True}
+    assert new.engine_args["compilation_config"]["pass_config"] == {"enable_sp": True}
+
+
+# --- Memory --------------------------------------------------------------------------------------------------------
+
+DENSE = ["hardware=atlas_800i_a2", "model=qwen3_8b", "graph=piecewise", "engine.max_model_len=4096"]
+
+
+def test_kv_cache_memory_bytes_honoured_from_v0_19_1rc1_only():
+    kv = ["engine.kv_cache_memory_bytes=8589934592"]
+    _, plan = plan_for(DENSE + kv + ["hardware.software=vllm-ascend-0.19.1rc1"])
+    assert plan.memory.kv_cache_bytes == 8 * 2**30
+    with pytest.raises(ConfigError) as err:
+        plan_for(DENSE + kv + ["hardware.software=vllm-ascend-0.18.0"])
+    assert "ignores --kv-cache-memory (honoured from vllm-ascend v0.19.1rc1" in str(err.value)
+    with pytest.raises(ConfigError, match="ignores --kv-cache-memory"):
+        plan_for(["hardware=atlas_300i_duo", "model=qwen3_4b", "graph=eager", "engine.max_model_len=4096",
+                  "engine.dtype=float16", *kv])
+
+
+def test_graph_memory_subtracted_only_at_v0_21_and_v0_22():
+    plans = {v: plan_for(DENSE + [f"hardware.software=vllm-ascend-{v}"])[1] for v in ("0.21.0rc1", "0.22.1rc1",
+                                                                                     "0.23.0")}
+    graph = plans["0.21.0rc1"].memory.graph_bytes
+    assert graph > 0 and plans["0.21.0rc1"].graph == plans["0.23.0"].graph
+    assert plans["0.23.0"].memory.kv_cache_bytes - plans["0.21.0rc1"].memory.kv_cache_bytes == graph
+    assert plans["0.22.1rc1"].memory.kv_cache_bytes == plans["0.21.0rc1"].memory.kv_cache_bytes
+
+
+def test_310p_halves_the_kv_budget_from_v0_18():
+    duo = ["hardware=atlas_300i_duo", "model=qwen3_4b", "graph=eager", "engine.max_model_len=4096",
+           "engine.dtype=float16"]
+    before = plan_for(duo + ["hardware.software=vllm-ascend-0.13.0"])[1]
+    after = plan_for(duo + ["hardware.software=vllm-ascend-0.18.0"])[1]
+    assert after.memory.weights_bytes == before.memory.weights_bytes
+    assert after.memory.kv_cache_bytes == before.memory.kv_cache_bytes // 2
+
+
+def test_hccl_buffers_per_group():
+    # TP 200 MB, DP max(ceil(5 × 4 B / MiB), 50) = 50 MB, EP 200 MB, MC2 (DP × TP = 16) HCCL_BUFFSIZE.
+    par = ParallelSpec(tensor_parallel_size=4, data_parallel_size=4, enable_expert_parallel=True)
+    assert hccl_buffers_mb(par, 1024) == {"tp": 200, "dp": 50, "ep": 200, "mc2": 1024}
+    assert hccl_buffers_mb(ParallelSpec(), 200) == {}
+    _, plan = plan_for(["+recipe=deepseek_r1_a3_tp4dp4"])  # ascend=moe_ep: HCCL_BUFFSIZE 1024
+    assert plan.memory.non_torch_bytes == 512 * MIB + (200 + 50 + 200 + 1024) * MIB
+
+
+def test_logged_tokens_per_vllm_release():
+    # max_model_len 4000 is not a multiple of 128: vLLM < 0.20 logs num_blocks × 128, >= 0.20
+    # int(num_blocks / ceil(4000 / 128) × 4000).
+    kv = ["engine.kv_cache_memory_bytes=8589934592", "engine.max_model_len=4000"]
+    old = plan_for(DENSE + kv + ["hardware.software=vllm-ascend-0.19.1rc1"])[1].kv_cache
+    new = plan_for(DENSE + kv + ["hardware.software=vllm-ascend-0.20.2rc1"])[1].kv_cache
+    # 8 GiB / (128 × 36 × 2 × 8 × 128 × 2 B = 18,874,368 B per block) = 455 blocks.
+    assert old.num_blocks == new.num_blocks == 455
+    assert old.tokens == 455 * 128 == 58_240
+    assert new.tokens == int(455 / 32 * 4000) == 56_875
+
+
+def test_startup_free_memory_check_with_runtime_reserve_and_other_processes():
+    # A2: 65,796,046,848 B, runtime reserve 476,570,112 B → free 65,319,476,736 B = 99.27 % of the device.
+    with pytest.raises(ConfigError) as err:
+        plan_for(DENSE + ["engine.gpu_memory_utilization=1.0"])
+    assert "use engine.gpu_memory_utilization<=0.99" in str(err.value)
+    plan_for(DENSE + ["engine.gpu_memory_utilization=0.99"])
+    # Another process holding 10 GB: free 55,319,476,736 B = 84.07 % → 0.9 refused, fix <= 0.84.
+    with pytest.raises(ConfigError) as err:
+        plan_for(DENSE + ["hardware.occupied_bytes=10000000000"])
+    assert "use engine.gpu_memory_utilization<=0.84" in str(err.value)
+    # Releases before the check (v0.13.0) start anyway.
+    plan_for(DENSE + ["engine.gpu_memory_utilization=1.0", "hardware.software=vllm-ascend-0.13.0"])
+
+
+def test_weights_beyond_the_device_do_not_suggest_more_utilisation():
+    with pytest.raises(ConfigError) as err:
+        plan_for(["hardware=atlas_800i_a2_910b4", "model=qwen3_32b", "graph=eager", "engine.max_model_len=4096"])
+    message = str(err.value)
+    assert "negative KV budget" in message and "gpu_memory_utilization (within" not in message
+    assert "raise parallel.tensor_parallel_size" in message
+
+
+# --- Defaults ------------------------------------------------------------------------------------------------------
+
+def test_batch_defaults_follow_reported_memory_only_at_v0_21():
+    free = ["hardware=ascend_950dt", "model=qwen3_8b", "graph=eager", "engine.max_model_len=32768",
+            "engine.max_num_seqs=null"]
+    at_023 = plan_for(free)[1].engine_args
+    at_021 = plan_for(free + ["hardware.software=vllm-ascend-0.21.0rc1"])[1].engine_args
+    assert (at_023["max_num_batched_tokens"], at_023["max_num_seqs"]) == (2048, 256)
+    assert (at_021["max_num_batched_tokens"], at_021["max_num_seqs"]) == (8192, 1024)
+
+
+def test_chunked_prefill_off_and_the_default_cap():
+    off = plan_for(DENSE + ["engine.enable_chunked_prefill=false", "engine.max_model_len=8192"])[1]
+    assert off.engine_args["max_num_batched_tokens"] == 8192  # max(8192, 2048), not a refusal
+    capped = ["engine.max_num_seqs=1", "engine.max_model_len=1024"]
+    assert plan_for(DENSE + capped)[1].engine_args["max_num_batched_tokens"] == 1024  # min(1 × 1024, 2048)
+    assert plan_for(DENSE + capped + ["hardware.software=vllm-ascend-0.11.0"])[1].engine_args[
+        "max_num_batched_tokens"] == 2048
+
+
+def test_block_size_rule_per_release():
+    both_off = ["engine.block_size=64", "engine.enable_prefix_caching=false", "engine.enable_chunked_prefill=false",
+                "engine.max_num_batched_tokens=4096"]
+    assert plan_for(DENSE + both_off)[1].kv_cache.block_size == 64
+    v011 = plan_for(DENSE + both_off + ["hardware.software=vllm-ascend-0.11.0"])[1]
+    assert v011.kv_cache.block_size == 128
+    scheduler = ["+ascend.additional_config.other.ascend_scheduler_config={enabled:true}"]
+    assert plan_for(DENSE + both_off + scheduler + ["hardware.software=vllm-ascend-0.11.0"])[1] \
+        .kv_cache.block_size == 64
+
+
+# --- Start-up failures accepted by the CLI --------------------------------------------------------------------------
+
+def test_w8a8_dynamic_in_float16_on_a2_is_refused():
+    with pytest.raises(ConfigError) as err:
+        plan_for(["+recipe=qwen3_32b_w8a8", "quantization=w8a8_dynamic_ascend", "engine.dtype=float16"])
+    assert "DT_FLOAT16" in str(err.value) and "engine.dtype=bfloat16" in str(err.value)
+    # Static W8A8 (int64 deq_scale in fp16) is not affected.
+    plan_for(["+recipe=qwen3_32b_w8a8", "quantization=w8a8_ascend", "engine.dtype=float16"])
+
+
+def test_torchair_model_families_eager_and_acl_graphs():
+    torchair = ["hardware.software=vllm-ascend-0.11.0",
+                "+ascend.additional_config.other.torchair_graph_config={enabled:true}"]
+    # Llama-family model: not in TORCHAIR_MODEL_LIST (deepseek, pangu, kimi_k2, qwen).
+    with pytest.raises(ConfigError, match="works only with model types containing"):
+        plan_for(["hardware=atlas_800i_a2", "model=smollm2_135m", "engine.max_model_len=2048", *torchair])
+    with pytest.raises(ConfigError, match="cannot run with eager mode"):
+        plan_for(DENSE + torchair + ["graph=eager"])
+    # With ACL graphs requested, vllm-ascend sets cudagraph_mode NONE (no error): the plan says so.
+    _, plan = plan_for(DENSE + torchair)
+    assert plan.graph.cudagraph_mode == "NONE" and plan.graph.capture_sizes == []
+    assert any("torchair graph mode is on" in w for w in plan.warnings)
