@@ -319,3 +319,14 @@ def test_torchair_model_families_eager_and_acl_graphs():
     _, plan = plan_for(DENSE + torchair)
     assert plan.graph.cudagraph_mode == "NONE" and plan.graph.capture_sizes == []
     assert any("torchair graph mode is on" in w for w in plan.warnings)
+
+
+def test_readme_shows_the_rules_table():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("rules_table", root / "scripts" / "rules_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.markdown() in (root / "README.md").read_text()

