@@ -174,7 +174,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         activation = activation_bytes(arch, layout, max_num_batched_tokens=max_num_batched_tokens,
                                       max_num_seqs=max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])
         graph_mem = graph_bytes(arch, layout, mode=graph.cudagraph_mode, capture_sizes=graph.capture_sizes,
-                                dtype_bytes=DTYPE_BYTES[dtype])
+                                dtype_bytes=DTYPE_BYTES[dtype], profiled=rules.graph_memory_profiled)
         if explicit_kv is not None:
             kv_bytes = explicit_kv
         else:
@@ -247,7 +247,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                         devices_per_node=hw.devices_per_node, engine=row)
     model = {"name": spec.model.name, "id": spec.model.id, "architecture": arch.model_dump(exclude_none=True)}
     estimates = plan_estimates(hw, explicit_kv is not None, checkpoint is not None, graph.cudagraph_mode,
-                               rules.graph_memory_profiled or eng.pin_kv_cache_memory)
+                               rules.graph_memory_profiled or eng.pin_kv_cache_memory, rules.graph_memory_profiled)
     semantic = {
         "target": target.model_dump(), "model": model,
         "engine_args": {k: v for k, v in engine_args.items() if k != "model"},

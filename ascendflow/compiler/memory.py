@@ -82,20 +82,26 @@ def non_torch_bytes(runtime_bytes: int, parallel: ParallelSpec, hccl_buffsize_mb
     return runtime_bytes + hccl * MIB
 
 
-def graph_bytes(a: ModelArchitecture, layout: Layout, *, mode: str, capture_sizes: list[int],
-                dtype_bytes: int) -> int:
-    """Graph-pool ESTIMATE, bytes.
+def graph_bytes(a: ModelArchitecture, layout: Layout, *, mode: str, capture_sizes: list[int], dtype_bytes: int,
+                profiled: bool = False) -> int:
+    """Graph memory ESTIMATE, bytes: what capture really takes, or what a profiling release subtracts.
 
-    All captured graphs share one memory pool (vLLM ``graph_pool``), so the pool holds the buffers of the largest
-    size once: ``pieces × 2 × max(size) × hidden × dtype_bytes`` (piecewise modes: one input/output pair per piece,
-    i.e. layers + 1; full modes: one pair), plus :data:`GRAPH_OVERHEAD_BYTES` per captured graph (sizes × pieces,
-    full modes one graph per size). Calibrated on vllm-ascend #4807 (v0.11.0, Qwen3-30B-A3B TP2 + EP, PIECEWISE,
-    11 sizes up to 512: logged "took 0.26 GiB"; this model: 0.257 GiB, error −1 %). One public figure: treat it as
-    an estimate (``plan.estimates``).
+    Captured graphs share one memory pool (vLLM ``graph_pool``), so capture takes the buffers of the largest size
+    once: ``pieces × 2 × max(size) × hidden × dtype_bytes`` (piecewise modes: one input/output pair per piece, i.e.
+    layers + 1; full modes: one pair) plus :data:`GRAPH_OVERHEAD_BYTES` per captured graph (sizes × pieces; full
+    modes one graph per size). Calibrated on vllm-ascend #4807 (v0.11.0, Qwen3-30B-A3B TP2 + EP, PIECEWISE, 11 sizes
+    up to 512: logged "took 0.26 GiB"; this model 0.257 GiB, −1 %).
+
+    ``profiled``: the releases that subtract graph memory before sizing the KV cache (v0.21.0rc1, v0.22.1rc1:
+    ``profile_cudagraph_memory``) estimate it per size without the pool's sharing, i.e. the sum over sizes of
+    ``pieces × 2 × size × hidden × dtype_bytes`` plus the per-graph overhead. Checked on vllm-ascend #11990
+    (v0.22.1rc1, Qwen3-Coder-30B-A3B TP4 + EP, PIECEWISE, 35 sizes to 256: "--gpu-memory-utilization=0.9200 is
+    equivalent to ... 0.8847", i.e. 2.16 GiB of a 61.28 GiB die; this model 1.79 GiB, −17 %).
     """
     if mode == "NONE" or not capture_sizes:
         return 0
     layer_pieces = len(layout.layers) + 1
     pieces = layer_pieces if "PIECEWISE" in mode else 1
     graphs = len(capture_sizes) * {"PIECEWISE": layer_pieces, "FULL_AND_PIECEWISE": layer_pieces + 1}.get(mode, 1)
-    return pieces * 2 * max(capture_sizes) * a.hidden_size * dtype_bytes + graphs * GRAPH_OVERHEAD_BYTES
+    sizes = sum(capture_sizes) if profiled else max(capture_sizes)
+    return pieces * 2 * sizes * a.hidden_size * dtype_bytes + graphs * GRAPH_OVERHEAD_BYTES

@@ -330,3 +330,26 @@ def test_readme_shows_the_rules_table():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.markdown() in (root / "README.md").read_text()
+
+
+def test_graph_memory_estimates_against_public_logs():
+    from ascendflow.compiler.graph import default_capture_sizes
+    from ascendflow.compiler.memory import graph_bytes
+    from ascendflow.compiler.weights import Layout
+
+    gib = 2**30
+    # #4807 (v0.11.0): Qwen3-30B-A3B TP2 + EP, 11 PIECEWISE sizes to 512, "took 0.26 GiB" (captured pool).
+    sizes = sample_sizes(default_capture_sizes(512, "step8"), 11, "descending")
+    pool = graph_bytes(QWEN3_30B_A3B, Layout(tp=2, ep=2, first_stage=True, last_stage=True, layers=range(48)),
+                       mode="PIECEWISE", capture_sizes=sizes, dtype_bytes=2)
+    assert pool == 49 * 2 * 512 * 2048 * 2 + 11 * 49 * 128 * 1024 == 276_168_704
+    assert abs(pool / gib - 0.26) / 0.26 < 0.02
+    # #11990 (v0.22.1rc1): Qwen3-Coder-30B-A3B TP4 + EP, 35 sizes to 256; the profiler's estimate was
+    # (0.9200 − 0.8847) × 61.28 GiB = 2.16 GiB. The profiled model sums over sizes: −17 %.
+    sizes = default_capture_sizes(256)
+    assert len(sizes) == 35
+    profiled = graph_bytes(QWEN3_30B_A3B, Layout(tp=4, ep=4, first_stage=True, last_stage=True, layers=range(48)),
+                           mode="PIECEWISE", capture_sizes=sizes, dtype_bytes=2, profiled=True)
+    assert profiled == 49 * 2 * sum(sizes) * 2048 * 2 + 35 * 49 * 128 * 1024
+    logged = (0.9200 - 0.8847) * 65_796_046_848
+    assert -0.18 < (profiled - logged) / logged < -0.16
