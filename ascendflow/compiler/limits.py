@@ -110,8 +110,11 @@ def _block_size(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, warn
         why = "while prefix caching or chunked prefill is on (vllm_ascend/utils.py refresh_block_size)"
     elif rules.block_size_rule == "unless_ascend_scheduler":
         scheduler = spec.ascend.additional_config.other.get("ascend_scheduler_config") or {}
-        forced = not (isinstance(scheduler, dict) and scheduler.get("enabled"))
-        why = "unless the ascend scheduler is on (vllm_ascend/platform.py v0.11.0)"
+        scheduler = scheduler if isinstance(scheduler, dict) else {}
+        forced = (eng.enable_prefix_caching is not False or not scheduler.get("enabled")
+                  or bool(scheduler.get("enable_chunked_prefill")))
+        why = ("unless the ascend scheduler is on with chunked prefill and prefix caching off (vllm_ascend/platform.py "
+               "check_and_update_config, v0.11.0)")
     else:
         forced = False
         why = ""
