@@ -14,7 +14,9 @@ those marked ``FLOAT`` in ``quant_model_description.json``, or missing from it) 
 casts to ``--dtype``); integer weights count as stored. Quantization parameters take the dtypes vllm-ascend's quant
 methods allocate (:mod:`ascendflow.compiler.quant_bytes`): ``weight_scale``/``weight_offset`` in the model dtype
 (stored float32 by msModelSlim), ``deq_scale`` 4 B (bf16) or 8 B (fp16), ``quant_bias`` int32; W8A8_DYNAMIC adds a
-float32 ``weight_scale_fp32`` per output row (MoE: ``w13`` only); each W8A8-static vLLM module (a merged
+float32 ``weight_scale_fp32`` per output row (MoE: ``w13`` only); W8A8 static allocates ``weight_scale`` and
+``weight_offset`` even when the export has none (msModelSlim 26.1.0 stores only ``deq_scale``, ``quant_bias``,
+``input_scale`` and ``input_offset``: measured here); each W8A8-static vLLM module (a merged
 ``qkv_proj``/``gate_up_proj``/``fused_qkv_a_proj`` counts once) holds one ``input_scale`` (model dtype), one int8
 ``input_offset`` and three model-dtype copies of them repeated over its input partition (``aclnn_input_*``).
 A stored ``lm_head`` of a model with tied embeddings is not loaded (vLLM ties it to the embedding) unless the
@@ -64,6 +66,8 @@ def _element_bytes(name: str, t: TensorInfo, inventory: CheckpointInventory, dty
         return DEQ_SCALE_BYTES.get(dtype, SAFETENSORS_DTYPE_BYTES[t.dtype])
     if param == "quant_bias":
         return 4
+    if param in ("input_scale", "input_offset"):  # one per vLLM module: counted by _post_load_param_bytes
+        return 0
     if t.dtype not in FLOAT_DTYPES:
         return SAFETENSORS_DTYPE_BYTES[t.dtype]
     label = (inventory.quant_description or {}).get(name, "FLOAT")
@@ -106,13 +110,19 @@ def _post_load_param_bytes(name: str, t: TensorInfo, inventory: CheckpointInvent
     if param == "weight_scale" and label == "W8A8_DYNAMIC" and not (_EXPERT.search(name) and module == "down_proj"):
         return _rank_bytes(name, t, a, layout, 4)
     if param == "weight" and label == "W8A8" and len(t.shape) == 2:
+        dtype_bytes = DTYPE_BYTES[dtype]
+        extra = 0
+        scale = name[: -len("weight")] + "weight_scale"
+        if scale not in inventory.tensors:
+            # msModelSlim's static export stores no weight_scale/weight_offset (measured here, 26.1.0), but
+            # get_perchannel_param allocates both ([out, 1], params_dtype) anyway.
+            extra = _rank_bytes(scale, TensorInfo(dtype=t.dtype, shape=(t.shape[0], 1)), a, layout, 2 * dtype_bytes)
         key = name.rsplit(".", 2)[0] + "." + MERGED.get(module, module)
         if key in static_modules:
-            return 0
+            return extra
         static_modules.add(key)
         cols = t.shape[1] // (layout.tp if module in ROW else 1)
-        dtype_bytes = DTYPE_BYTES[dtype]
-        return dtype_bytes + 1 + 3 * cols * dtype_bytes
+        return extra + dtype_bytes + 1 + 3 * cols * dtype_bytes
     return 0
 
 
