@@ -34,9 +34,10 @@ def test_w8a8_static_stores_12_bytes_per_row_for_bf16_and_16_for_fp16():
     # model dtype; get_pertensor_param input_scale (dtype) + input_offset (int8); process_weights_after_loading
     # three aclnn_input_* copies of in = 2048 elements in the model dtype.
     rows, cols = 5120, 2048
-    assert quant_bytes(rows, cols, "W8A8", "bfloat16", 2) == 5120 * 2048 + 5120 * (4 + 4 + 2 + 2) + (2 + 1) + 3 * 2048 * 2
+    per_layer = (2 + 1) + 3 * 2048 * 2
+    assert quant_bytes(rows, cols, "W8A8", "bfloat16", 2) == 5120 * 2048 + 5120 * (4 + 4 + 2 + 2) + per_layer
     assert quant_bytes(rows, cols, "W8A8", "bfloat16", 2) == 10_559_491
-    assert quant_bytes(rows, cols, "W8A8", "float16", 2) == 5120 * 2048 + 5120 * (4 + 8 + 2 + 2) + (2 + 1) + 3 * 2048 * 2
+    assert quant_bytes(rows, cols, "W8A8", "float16", 2) == 5120 * 2048 + 5120 * (4 + 8 + 2 + 2) + per_layer
     assert quant_bytes(rows, cols, "W8A8", "float16", 2) == 10_579_971
     with pytest.raises(ConfigError, match="deq_scale only for bfloat16 or float16"):
         quant_bytes(rows, cols, "W8A8", "float32", 4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from ascendflow.compiler.vision_weights import encoder_profile, max_image_tokens, vision_tensors, vision_weight_bytes
@@ -43,7 +44,8 @@ def test_qwen3_vl_8b_vision_plus_text_equals_the_published_parameter_count():
 
 
 def test_qwen2_5_vl_7b_vision_equals_the_published_visual_parameter_count():
-    # A public fine-tuning log prints "视觉模块 (visual) 总参数: 676550144" for Qwen2.5-VL-7B-Instruct (total 8292166656).
+    # A public fine-tuning log prints "视觉模块 (visual) 总参数: 676550144" for Qwen2.5-VL-7B-Instruct
+    # (total 8292166656).
     assert _params(QWEN2_5_VL_7B_VISION, "qwen2_5_vl") == 676_550_144
 
 
