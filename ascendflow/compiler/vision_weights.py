@@ -149,6 +149,11 @@ class EncoderProfile:
     output_bytes: int
     forward_peak_bytes: int
 
+    def extra_peak_bytes(self, text_peak_bytes: int) -> int:
+        """Bytes the encoder adds to the profiled peak over a text-only profile run whose own peak is
+        ``text_peak_bytes``: the run peaks at max(encoder forward, encoder outputs + text dummy run)."""
+        return max(self.forward_peak_bytes - text_peak_bytes, self.output_bytes)
+
 
 def encoder_profile(vision_config: Mapping[str, Any], model_type: str, *, max_tokens_per_item: int,
                     max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int, limit_per_prompt: int,

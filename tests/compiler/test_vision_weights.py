@@ -82,6 +82,9 @@ def test_encoder_profile_items_and_cached_outputs():
     p = encoder_profile(v, "qwen3_vl", max_tokens_per_item=16384, max_num_batched_tokens=8192, max_num_seqs=256,
                         max_model_len=32768, limit_per_prompt=999, enable_chunked_prefill=True, dtype_bytes=2, tp=2)
     assert (p.items, p.output_bytes) == (1, 16384 * 4096 * 4 * 2) == (1, 536_870_912)
+    # The profiled peak: max(encoder forward, cached outputs + text dummy run).
+    assert p.extra_peak_bytes(10**12) == 536_870_912
+    assert p.extra_peak_bytes(0) == p.forward_peak_bytes
     # Qwen2.5-VL, 1280 tokens: budget 65536 // 1280 = 51 items, decoder side 4 requests × min(999, 4096 // 1280) = 12.
     q = encoder_profile(QWEN2_5_VL_7B_VISION, "qwen2_5_vl", max_tokens_per_item=1280, max_num_batched_tokens=65536,
                         max_num_seqs=4, max_model_len=4096, limit_per_prompt=999, enable_chunked_prefill=True,
