@@ -13,7 +13,10 @@ split), MLP ``linear_fc1``/``gate_up_proj`` and merger ``fc1`` (column-parallel)
 Qwen3-VL: LayerNorm (weight + bias), patch-embed bias, ``pos_embed`` (``num_position_embeddings`` × hidden), one
 merger plus one post-shuffle-norm merger per ``deepstack_visual_indexes`` entry; Qwen2.5-VL: RMSNorm, no patch-embed
 bias, gated MLP. Defaults of absent keys: transformers ``Qwen3VLVisionConfig`` / ``Qwen2_5_VLVisionConfig``.
-Rotary caches (non-persistent buffers) are not counted, as for the text model.
+Rotary caches (non-persistent buffers) are not counted, as for the text model. The tower is built on every PP
+stage (no PP check around ``self.visual``), and not at all when ``--limit-mm-per-prompt`` is 0 for both image and
+video (``interfaces.py`` ``_mark_tower_model`` swaps in a ``StageMissingLayer``): then count 0 bytes and no
+encoder profile.
 
 Profiling (vLLM 0.23.0 ``v1/worker/gpu_model_runner.py`` ``profile_run``, called by vllm-ascend v0.23.0
 ``NPUModelRunner.profile_run``): the encoder runs once on ``max_mm_items_per_batch`` dummy items of the modality
