@@ -4,17 +4,24 @@ Each stored tensor is sharded by the vLLM layer it loads into (same rules as :mo
 column-parallel projections (``q_proj``, ``k_proj``/``v_proj``, ``q_b_proj``, ``kv_b_proj``, ``gate_proj``,
 ``up_proj``) split their first dimension by TP, K/V keeping one head per rank when ``num_key_value_heads < TP``;
 row-parallel ``o_proj``/``down_proj`` split the weight's second dimension, their per-output-channel quantization
-parameters being replicated; embeddings and LM head split padded vocabulary rows; routed experts go whole to their
-expert-parallel rank, or are split like an MLP without EP; everything else (norms, router, ``q_a_proj``,
-``kv_a_proj_with_mqa``, scalar ``input_scale``/``input_offset``) is replicated. msModelSlim's quantization
-parameters (``weight_scale``, ``weight_offset``, ``quant_bias``, ``deq_scale``; ``shared/reference/vllm_ascend.md``
-§5) follow their weight's output dimension.
+parameters being replicated; embeddings, LM head and the MTP ``shared_head.head`` split padded vocabulary rows;
+routed experts go whole to their expert-parallel rank, or are split like an MLP over TP × DP without EP
+(``FusedMoEParallelConfig.make``); everything else (norms, router, ``q_a_proj``, ``kv_a_proj_with_mqa``,
+``eh_proj``) is replicated.
 
 Dtypes: floating-point tensors that are not quantization parameters (all of them in an unquantized checkpoint,
-those marked ``FLOAT`` in ``quant_model_description.json``) are loaded in the model dtype (vLLM casts to
-``--dtype``; reference §5: "Layers marked FLOAT stay in the model dtype"); integer weights and quantization
-parameters count as stored. A stored ``lm_head`` of a model with tied embeddings is not loaded (vLLM ties it to the
-embedding) unless the pipeline puts the head on another stage.
+those marked ``FLOAT`` in ``quant_model_description.json``, or missing from it) are loaded in the model dtype (vLLM
+casts to ``--dtype``); integer weights count as stored. Quantization parameters take the dtypes vllm-ascend's quant
+methods allocate (:mod:`ascendflow.compiler.quant_bytes`): ``weight_scale``/``weight_offset`` in the model dtype
+(stored float32 by msModelSlim), ``deq_scale`` 4 B (bf16) or 8 B (fp16), ``quant_bias`` int32; W8A8_DYNAMIC adds a
+float32 ``weight_scale_fp32`` per output row (MoE: ``w13`` only); W8A8 static allocates ``weight_scale`` and
+``weight_offset`` even when the export has none (msModelSlim 26.1.0 stores only ``deq_scale``, ``quant_bias``,
+``input_scale`` and ``input_offset``: measured here); each W8A8-static vLLM module (a merged
+``qkv_proj``/``gate_up_proj``/``fused_qkv_a_proj`` counts once) holds one ``input_scale`` (model dtype), one int8
+``input_offset`` and three model-dtype copies of them repeated over its input partition (``aclnn_input_*``).
+A stored ``lm_head`` of a model with tied embeddings is not loaded (vLLM ties it to the embedding) unless the
+pipeline puts the head on another stage. Post-load MLA copies and MLAPO come from
+:func:`ascendflow.compiler.weights.mla_post_load_bytes`.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ from __future__ import annotations
 import re
 
 from ascendflow.compiler.dtypes import DTYPE_BYTES
-from ascendflow.compiler.weights import Layout, padded_vocab
+from ascendflow.compiler.quant_bytes import DEQ_SCALE_BYTES
+from ascendflow.compiler.weights import EngineWeightRules, Layout, mla_post_load_bytes, padded_vocab
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import SAFETENSORS_DTYPE_BYTES, CheckpointInventory, TensorInfo
 
@@ -30,6 +38,11 @@ _LAYER = re.compile(r"\.layers\.(\d+)\.")
 _EXPERT = re.compile(r"\.experts\.(\d+)\.")
 COLUMN = ("q_proj", "q_b_proj", "kv_b_proj", "gate_proj", "up_proj", "k_proj", "v_proj")
 ROW = ("o_proj", "down_proj")
+VOCAB = ("embed_tokens", "lm_head", "head")
+#: vLLM packed modules: checkpoint projection -> the module it loads into (one input_scale per module).
+MERGED = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj", "gate_proj": "gate_up_proj",
+          "up_proj": "gate_up_proj", "q_a_proj": "fused_qkv_a_proj", "kv_a_proj_with_mqa": "fused_qkv_a_proj"}
+FLOAT_DTYPES = ("F32", "F16", "BF16", "F64")
 
 
 def _module(name: str) -> tuple[str, str]:
@@ -38,10 +51,23 @@ def _module(name: str) -> tuple[str, str]:
     return (parts[-2], parts[-1]) if len(parts) >= 2 else ("", parts[-1])
 
 
-FLOAT_DTYPES = ("F32", "F16", "BF16", "F64")
+def _label(name: str, inventory: CheckpointInventory) -> str:
+    """The description label of ``name``'s module weight (``FLOAT`` when undescribed)."""
+    description = inventory.quant_description or {}
+    return description.get(name.rsplit(".", 1)[0] + ".weight", description.get(name, "FLOAT"))
 
 
-def _element_bytes(name: str, t: TensorInfo, inventory: CheckpointInventory, dtype_bytes: int) -> int:
+def _element_bytes(name: str, t: TensorInfo, inventory: CheckpointInventory, dtype: str) -> int:
+    dtype_bytes = DTYPE_BYTES[dtype]
+    param = _module(name)[1]
+    if param in ("weight_scale", "weight_offset"):  # get_perchannel_param: params_dtype
+        return dtype_bytes
+    if param == "deq_scale":  # get_perchannel_param: float32 (bf16 model) or int64 (fp16 model)
+        return DEQ_SCALE_BYTES.get(dtype, SAFETENSORS_DTYPE_BYTES[t.dtype])
+    if param == "quant_bias":
+        return 4
+    if param in ("input_scale", "input_offset"):  # one per vLLM module: counted by _post_load_param_bytes
+        return 0
     if t.dtype not in FLOAT_DTYPES:
         return SAFETENSORS_DTYPE_BYTES[t.dtype]
     label = (inventory.quant_description or {}).get(name, "FLOAT")
@@ -55,12 +81,14 @@ def _rank_bytes(name: str, t: TensorInfo, a: ModelArchitecture, layout: Layout, 
         numel *= d
     module, param = _module(name)
     tp = layout.tp
-    if module in ("embed_tokens", "lm_head") and param == "weight":
+    if module in VOCAB and param == "weight":
         return padded_vocab(shape[0]) // tp * shape[1] * elem
     expert = _EXPERT.search(name)
     if expert and layout.ep > 1:
         local = -(-a.routed_experts // layout.ep)
         return numel * elem if int(expert.group(1)) < local else 0
+    if expert:  # FusedMoEParallelConfig.make: TP flattened across DP
+        tp *= layout.dp
     if module in COLUMN and shape:
         rows = shape[0]
         if module in ("k_proj", "v_proj") and a.kv_heads < tp:
@@ -73,21 +101,65 @@ def _rank_bytes(name: str, t: TensorInfo, a: ModelArchitecture, layout: Layout, 
     return numel * elem
 
 
-def checkpoint_bytes(inventory: CheckpointInventory, a: ModelArchitecture, layout: Layout, dtype: str) -> int:
-    """Weight bytes one rank loads from the checkpoint, ``dtype`` being the model dtype (``bfloat16``...).
+def _post_load_param_bytes(name: str, t: TensorInfo, inventory: CheckpointInventory, a: ModelArchitecture,
+                           layout: Layout, dtype: str, static_modules: set[str]) -> int:
+    """Bytes the quant methods add after loading for ``name``: ``weight_scale_fp32`` (W8A8_DYNAMIC, not MoE w2) and,
+    once per W8A8-static vLLM module, ``input_scale``/``input_offset`` and the ``aclnn_input_*`` copies."""
+    module, param = _module(name)
+    label = _label(name, inventory)
+    if param == "weight_scale" and label == "W8A8_DYNAMIC" and not (_EXPERT.search(name) and module == "down_proj"):
+        return _rank_bytes(name, t, a, layout, 4)
+    if param == "weight" and label == "W8A8" and len(t.shape) == 2:
+        dtype_bytes = DTYPE_BYTES[dtype]
+        extra = 0
+        scale = name[: -len("weight")] + "weight_scale"
+        if scale not in inventory.tensors:
+            # msModelSlim's static export stores no weight_scale/weight_offset (measured here, 26.1.0), but
+            # get_perchannel_param allocates both ([out, 1], params_dtype) anyway.
+            extra = _rank_bytes(scale, TensorInfo(dtype=t.dtype, shape=(t.shape[0], 1)), a, layout, 2 * dtype_bytes)
+        key = name.rsplit(".", 2)[0] + "." + MERGED.get(module, module)
+        if key in static_modules:
+            return extra
+        static_modules.add(key)
+        cols = t.shape[1] // (layout.tp if module in ROW else 1)
+        return extra + dtype_bytes + 1 + 3 * cols * dtype_bytes
+    return 0
+
+
+def _is_mtp_shared(name: str, layout: Layout, rules: EngineWeightRules) -> bool:
+    """The MTP drafter drops this tensor for the target's (embedding at PP = 1, ``shared_head.head``)."""
+    if not rules.mtp_shares_vocab:
+        return False
+    module = _module(name)[0]
+    return module == "head" or (module == "embed_tokens" and layout.pp == 1)
+
+
+def checkpoint_bytes(inventory: CheckpointInventory, a: ModelArchitecture, layout: Layout, dtype: str,
+                     rules: EngineWeightRules = EngineWeightRules()) -> int:
+    """Weight bytes one rank holds after loading the checkpoint, ``dtype`` being the model dtype (``bfloat16``...).
 
     Tensors of layers outside the rank's PP stage are skipped; the embedding counts on the first stage, the LM head
     and final norm on the last; with tied embeddings and no stored ``lm_head`` the last stage of a multi-stage
-    pipeline holds its own copy of the embedding. MTP layers (index >= ``num_hidden_layers``) are not loaded.
+    pipeline holds its own copy of the embedding. MTP layers (index >= ``num_hidden_layers``) are loaded on the last
+    stage only when ``rules.mtp_layers`` says so.
+
+    Raises:
+        ConfigError: W8A8 static layers with a float32 model dtype (from the MLAPO count).
     """
-    dtype_bytes = DTYPE_BYTES[dtype]
     total = 0
     has_lm_head = any(_module(n)[0] == "lm_head" for n in inventory.tensors)
+    static_modules: set[str] = set()
+    mtp = range(a.num_hidden_layers, a.num_hidden_layers + (rules.mtp_layers if layout.last_stage else 0))
     for name, t in inventory.tensors.items():
-        size = _rank_bytes(name, t, a, layout, _element_bytes(name, t, inventory, dtype_bytes))
+        size = _rank_bytes(name, t, a, layout, _element_bytes(name, t, inventory, dtype))
+        size += _post_load_param_bytes(name, t, inventory, a, layout, dtype, static_modules)
         layer = _LAYER.search(name)
         if layer:
-            if int(layer.group(1)) not in layout.layers:
+            index = int(layer.group(1))
+            if index in mtp:
+                if _is_mtp_shared(name, layout, rules):
+                    continue
+            elif index not in layout.layers:
                 continue
         elif "embed_tokens" in name:
             copies = int(layout.first_stage) + int(layout.last_stage and not layout.first_stage and not has_lm_head
@@ -99,4 +171,5 @@ def checkpoint_bytes(inventory: CheckpointInventory, a: ModelArchitecture, layou
         elif _module(name)[0] == "lm_head" and a.tie_word_embeddings and layout.first_stage:
             continue  # tied: the head is the embedding
         total += size
-    return total
+    mla_scheme = _label(f"model.layers.{layout.layers.start}.self_attn.q_a_proj.weight", inventory)
+    return total + mla_post_load_bytes(a, layout, dtype, None if mla_scheme == "FLOAT" else mla_scheme, rules)

@@ -8,15 +8,21 @@ Each tensor vLLM allocates on a rank is enumerated with its sharded shape (vLLM'
 * ``QKVParallelLinear``: Q heads split by TP; KV heads split by TP, replicated (one head per rank) when
   ``num_key_value_heads < TP``. ``RowParallelLinear`` o_proj / down_proj: input split by TP.
 * MLA (``DeepseekV2MLAAttention``): ``fused_qkv_a_proj`` (q_a + kv_a_with_mqa) and the q_a/kv_a layernorms are
-  replicated; ``q_b_proj`` / ``q_proj``, ``kv_b_proj`` and ``o_proj`` are split by TP.
-* MoE (``FusedMoE``): routed experts split over the expert-parallel group (TP × DP with ``enable_expert_parallel``,
-  whole experts per rank), else every rank holds every expert with its intermediate size split by TP; the router
-  gate is replicated; shared experts are a TP-split MLP.
+  replicated; ``q_b_proj`` / ``q_proj``, ``kv_b_proj`` and ``o_proj`` are split by TP. ``kv_b_proj`` is always in the
+  model dtype (:mod:`ascendflow.compiler.mla_weights`).
+* MoE (``FusedMoE``): ``FusedMoEParallelConfig.make`` (``vllm/model_executor/layers/fused_moe/config.py``, read at
+  vLLM 0.11.0, 0.13.0, 0.18.0, 0.20.2, 0.23.0 and 0.32.0) flattens TP across DP (and PCP): with
+  ``enable_expert_parallel`` the EP group is TP × DP and holds whole experts, ceil(experts / EP) on the fullest
+  rank; without it every rank holds every expert with its intermediate size split by TP × DP, not TP alone. The
+  router gate is replicated; shared experts are a TP-split MLP (``DeepseekV2MLP``).
 * PP stages: ``vllm/distributed/utils.py`` ``get_pp_indices`` (remainder layers go to the stages before the last).
-* Quantized checkpoints (msModelSlim, ``shared/reference/vllm_ascend.md`` §5): linear weights in int8 (int4 for W4A8)
-  plus per-output-channel ``weight_scale``/``weight_offset`` (float32 assumed), W8A8 static adds ``quant_bias`` int32
-  and ``deq_scale`` (8 B) per output channel; embeddings, LM head, norms, router and biases stay in the model dtype
-  (``FLOAT``). MTP (``num_nextn_predict_layers``) layers are loaded only with speculative decoding and not counted.
+* Quantized checkpoints (msModelSlim): projections take the bytes of :func:`ascendflow.compiler.quant_bytes.quant_bytes`
+  (read from vllm-ascend's quant methods); embeddings, LM head, norms, router and biases stay in the model dtype
+  (``FLOAT``). Attention projections use ``linear_scheme``; dense MLPs and shared experts ``mlp_scheme`` (msModelSlim's
+  DeepSeek W8A8 recipe quantizes ``*mlp*`` W8A8_DYNAMIC and ``*self_attn*`` W8A8 static,
+  ``lab_practice/deepseek_v3_2/deepseek_w8a8.yaml``); routed experts ``expert_scheme``.
+* MTP draft layers (DeepSeek ``num_nextn_predict_layers``) are loaded only with speculative decoding:
+  :class:`EngineWeightRules` ``mtp_layers``.
 """
 
 from __future__ import annotations
@@ -25,26 +31,22 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ascendflow.compiler.dtypes import DTYPE_BYTES
+from ascendflow.compiler.mla_weights import absorbed_bytes, mlapo_bytes
+from ascendflow.compiler.quant_bytes import quant_bytes
 from ascendflow.schema.architecture import ModelArchitecture
 
 VOCAB_PADDING = 64
-
-#: Extra bytes per output channel and bytes per weight element, per msModelSlim scheme (reference §5).
-QUANT_SCHEMES: dict[str, tuple[float, int]] = {
-    "W8A8": (1.0, 4 + 4 + 4 + 8),          # int8 weight; scale, offset (fp32), quant_bias (int32), deq_scale (8 B)
-    "W8A8_DYNAMIC": (1.0, 4 + 4),          # int8 weight; scale, offset
-    "W8A16": (1.0, 4 + 4),
-    "W4A8_DYNAMIC": (0.5, 4 + 4),          # int4 packed two per byte
-}
+#: ``mlp_scheme`` default: the dense MLPs take ``linear_scheme``.
+SAME_AS_LINEAR = "same_as_linear"
 
 
 @dataclass(frozen=True)
 class Tensor:
     """One weight tensor on a rank: ``rows × cols`` elements; ``kind`` decides its dtype under quantization.
 
-    ``kind``: ``float`` (embedding, LM head, norms, router, biases: always the model dtype), ``fp32`` (kept in float32
-    by vLLM, e.g. DeepSeek-V3's ``e_score_correction_bias``), ``linear`` (attention and dense MLP projections) or
-    ``expert`` (MoE expert projections).
+    ``kind``: ``float`` (embedding, LM head, norms, router, biases, ``kv_b_proj``: always the model dtype), ``fp32``
+    (kept in float32 by vLLM, e.g. DeepSeek-V3's ``e_score_correction_bias``), ``linear`` (attention projections),
+    ``mlp`` (dense MLP and shared-expert projections), ``expert`` (MoE ``w13``) or ``expert_w2`` (MoE ``w2``).
     """
 
     name: str
@@ -55,7 +57,11 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Layout:
-    """Parallel layout of one rank: TP and EP degrees, PP stage and its layer range."""
+    """Parallel layout of one rank: TP, EP and DP degrees, PP stage and its layer range.
+
+    ``ep`` is the expert-parallel group size (TP × DP with ``enable_expert_parallel``, else 1); ``dp`` the
+    data-parallel size, over which (× TP) MoE experts are split when ``ep`` is 1.
+    """
 
     tp: int
     ep: int
@@ -63,6 +69,33 @@ class Layout:
     last_stage: bool
     layers: range
     pp: int = 1
+    dp: int = 1
+
+
+@dataclass(frozen=True)
+class EngineWeightRules:
+    """What one engine release does to the weights after loading (values come from the per-release rule table).
+
+    Attributes:
+        mla_absorb_copies: MLA layers keep model-dtype ``W_UV``/``W_UK_T`` copies beside ``kv_b_proj`` (vllm-ascend
+            ``mla_v1.py``: every tag v0.11.0 .. v0.25.1rc1).
+        mlapo: MLAPO builds its fused int8 copies in W8A8-static MLA layers (A2/A3 kernel path).
+        mlapo_frees_originals: MLAPO then drops the originals (v0.13.0+ on a KV consumer with
+            ``max_num_batched_tokens <= 1024``: :func:`ascendflow.compiler.mla_weights.mlapo_frees_originals`).
+        mtp_layers: MTP draft layers loaded on the last PP stage (``num_nextn_predict_layers`` when speculative
+            decoding with ``deepseek_mtp`` is on, else 0). They stay in the model dtype: vllm-ascend's
+            ``quant_config.py``/``modelslim_config.py`` note "The quantized MTP layer of deepseek on the NPU is not
+            quantized" and asks for the layer to be described ``FLOAT`` (every tag).
+        mtp_shares_vocab: the drafter drops its own embedding (PP = 1 only) and ``shared_head.head`` for the
+            target's (vllm-ascend ``eagle_proposer.py`` / ``llm_base_proposer.py`` ``load_model`` from v0.13.0);
+            False at v0.11.0 (``mtp_proposer.py`` builds ``DeepSeekMTP`` with its own of both).
+    """
+
+    mla_absorb_copies: bool = False
+    mlapo: bool = False
+    mlapo_frees_originals: bool = False
+    mtp_layers: int = 0
+    mtp_shares_vocab: bool = True
 
 
 def pp_partition(num_layers: int, pp: int) -> list[range]:
@@ -97,7 +130,7 @@ def _attention(a: ModelArchitecture, tp: int) -> Iterator[Tensor]:
             yield Tensor("q_proj", heads // tp * qk, h, "linear")
         yield Tensor("kv_a_layernorm", 1, a.kv_lora_rank, "float")
         yield Tensor("kv_b_proj", heads // tp * ((a.qk_nope_head_dim or 0) + (a.v_head_dim or 0)), a.kv_lora_rank,
-                     "linear")
+                     "float")
         yield Tensor("o_proj", h, heads // tp * (a.v_head_dim or 0), "linear")
         return
     hd = a.attention_head_dim
@@ -111,31 +144,55 @@ def _attention(a: ModelArchitecture, tp: int) -> Iterator[Tensor]:
     yield Tensor("o_proj", h, heads // tp * hd, "linear")
 
 
-def _mlp(a: ModelArchitecture, layer: int, tp: int, ep: int) -> Iterator[Tensor]:
-    h = a.hidden_size
+def _mlp(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
+    h, tp = a.hidden_size, layout.tp
     if not a.is_moe_layer(layer):
         inter = (a.intermediate_size or 0) // tp
-        yield Tensor("gate_up_proj", 2 * inter, h, "linear")
-        yield Tensor("down_proj", h, inter, "linear")
+        yield Tensor("gate_up_proj", 2 * inter, h, "mlp")
+        yield Tensor("down_proj", h, inter, "mlp")
         return
     experts, inter = a.routed_experts, a.moe_intermediate_size or 0
     yield Tensor("gate (router)", experts, h, "float")
     if a.topk_method == "noaux_tc":  # vllm/model_executor/models/deepseek_v2.py: float32 parameter
         yield Tensor("gate.e_score_correction_bias", 1, experts, "fp32")
-    if ep > 1:  # whole experts, spread over the EP group
-        local, inter_local = -(-experts // ep), inter
-    else:
-        local, inter_local = experts, inter // tp
+    if layout.ep > 1:  # whole experts, spread over the EP group
+        local, inter_local = -(-experts // layout.ep), inter
+    else:  # FusedMoEParallelConfig.make: every expert, intermediate split over the flattened TP × DP group
+        local, inter_local = experts, inter // (tp * layout.dp)
     yield Tensor("experts.w13", local * 2 * inter_local, h, "expert")
-    yield Tensor("experts.w2", local * h, inter_local, "expert")
+    yield Tensor("experts.w2", local * h, inter_local, "expert_w2")
     if a.n_shared_experts:
         shared = inter * a.n_shared_experts // tp
-        yield Tensor("shared_experts.gate_up_proj", 2 * shared, h, "linear")
-        yield Tensor("shared_experts.down_proj", h, shared, "linear")
+        yield Tensor("shared_experts.gate_up_proj", 2 * shared, h, "mlp")
+        yield Tensor("shared_experts.down_proj", h, shared, "mlp")
 
 
-def rank_tensors(a: ModelArchitecture, layout: Layout) -> Iterator[Tensor]:
-    """Every weight tensor one rank holds, sharded as vLLM shards it."""
+def _decoder_layer(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
+    yield Tensor("input_layernorm+post_attention_layernorm", 2, a.hidden_size, "float")
+    yield from _attention(a, layout.tp)
+    yield from _mlp(a, layer, layout)
+
+
+def _mtp_tensors(a: ModelArchitecture, layout: Layout, rules: EngineWeightRules) -> Iterator[Tensor]:
+    """The DeepSeek MTP draft (vLLM ``deepseek_mtp.py`` ``DeepSeekMultiTokenPredictorLayer``): per layer ``enorm``,
+    ``hnorm``, ``eh_proj`` (plain ``nn.Linear(2h, h)``, never quantized), ``shared_head.norm``, ``shared_head.head``
+    and one ``DeepseekV2DecoderLayer`` (index ``num_hidden_layers + i``), all in the model dtype; one
+    ``embed_tokens`` for the predictor. Loaded on the last PP stage (``load_model`` asserts it)."""
+    vocab_rows = padded_vocab(a.vocab_size) // layout.tp
+    if not (rules.mtp_shares_vocab and layout.pp == 1):
+        yield Tensor("mtp.embed_tokens", vocab_rows, a.hidden_size, "float")
+    for i in range(rules.mtp_layers):
+        yield Tensor("mtp.enorm+hnorm+shared_head.norm", 3, a.hidden_size, "float")
+        yield Tensor("mtp.eh_proj", a.hidden_size, 2 * a.hidden_size, "float")
+        if not rules.mtp_shares_vocab:
+            yield Tensor("mtp.shared_head.head", vocab_rows, a.hidden_size, "float")
+        for t in _decoder_layer(a, a.num_hidden_layers + i, layout):
+            yield Tensor("mtp." + t.name, t.rows, t.cols, "fp32" if t.kind == "fp32" else "float")
+
+
+def rank_tensors(a: ModelArchitecture, layout: Layout,
+                 rules: EngineWeightRules = EngineWeightRules()) -> Iterator[Tensor]:
+    """Every weight tensor one rank holds, sharded as vLLM shards it (MTP draft tensors when ``rules`` loads them)."""
     vocab_rows = padded_vocab(a.vocab_size) // layout.tp
     if layout.first_stage:
         yield Tensor("embed_tokens", vocab_rows, a.hidden_size, "float")
@@ -144,36 +201,69 @@ def rank_tensors(a: ModelArchitecture, layout: Layout) -> Iterator[Tensor]:
     if layout.last_stage:
         yield Tensor("norm", 1, a.hidden_size, "float")
     for layer in layout.layers:
-        yield Tensor("input_layernorm+post_attention_layernorm", 2, a.hidden_size, "float")
-        yield from _attention(a, layout.tp)
-        yield from _mlp(a, layer, layout.tp, layout.ep)
+        yield from _decoder_layer(a, layer, layout)
+    if layout.last_stage and rules.mtp_layers:
+        yield from _mtp_tensors(a, layout, rules)
 
 
-def tensor_bytes(t: Tensor, dtype: str, linear_scheme: str | None, expert_scheme: str | None) -> int:
-    """Bytes of one tensor: ``float`` tensors in ``dtype``; ``linear``/``expert`` in their quantization scheme
-    (``None``: ``dtype``)."""
+def tensor_bytes(t: Tensor, dtype: str, linear_scheme: str | None, expert_scheme: str | None,
+                 mlp_scheme: str | None = SAME_AS_LINEAR) -> int:
+    """Bytes of one tensor: ``float`` tensors in ``dtype``; projections in their quantization scheme (``None``:
+    ``dtype``), per :func:`ascendflow.compiler.quant_bytes.quant_bytes`.
+
+    Raises:
+        ConfigError: a W8A8 static projection with a float32 model dtype.
+    """
     if t.kind == "fp32":
         return t.rows * t.cols * 4
-    scheme = {"linear": linear_scheme, "expert": expert_scheme}.get(t.kind)
+    mlp = linear_scheme if mlp_scheme == SAME_AS_LINEAR else mlp_scheme
+    scheme = {"linear": linear_scheme, "mlp": mlp, "expert": expert_scheme, "expert_w2": expert_scheme}.get(t.kind)
     if scheme is None:
         return t.rows * t.cols * DTYPE_BYTES[dtype]
-    per_elem, per_row = QUANT_SCHEMES[scheme]
-    return int(t.rows * t.cols * per_elem) + t.rows * per_row
+    return quant_bytes(t.rows, t.cols, scheme, dtype, DTYPE_BYTES[dtype], moe_w2=t.kind == "expert_w2")
+
+
+def mla_post_load_bytes(a: ModelArchitecture, layout: Layout, dtype: str, linear_scheme: str | None,
+                         rules: EngineWeightRules) -> int:
+    """Bytes vllm-ascend adds after loading to the rank's MLA layers (target layers, then MTP layers on the last
+    stage): ``W_UV``/``W_UK_T`` copies and MLAPO (only in W8A8-static layers; MTP layers are FLOAT).
+
+    Raises:
+        ConfigError: MLAPO with a float32 model dtype (W8A8 static needs bf16/fp16).
+    """
+    if not a.is_mla:
+        return 0
+    dtype_bytes = DTYPE_BYTES[dtype]
+    mtp = rules.mtp_layers if layout.last_stage else 0
+    total = 0
+    if rules.mla_absorb_copies:
+        total += (len(layout.layers) + mtp) * absorbed_bytes(a, layout.tp, dtype_bytes)
+    if rules.mlapo and linear_scheme == "W8A8":  # MTP layers are FLOAT: MLAPO disables itself there
+        total += len(layout.layers) * mlapo_bytes(a, layout.tp, dtype, dtype_bytes,
+                                                  frees_originals=rules.mlapo_frees_originals)
+    return total
 
 
 def weight_bytes(a: ModelArchitecture, layout: Layout, *, dtype: str, linear_scheme: str | None = None,
-                 expert_scheme: str | None = None) -> int:
-    """Weight bytes on one rank.
+                 expert_scheme: str | None = None, mlp_scheme: str | None = SAME_AS_LINEAR,
+                 rules: EngineWeightRules = EngineWeightRules()) -> int:
+    """Weight bytes resident on one rank after loading.
 
     Args:
         a: model architecture.
-        layout: the rank's TP/EP degrees and PP stage.
+        layout: the rank's TP/EP/DP degrees and PP stage.
         dtype: model dtype (``bfloat16``...).
-        linear_scheme: msModelSlim scheme of attention/dense projections, or ``None`` for unquantized.
-        expert_scheme: scheme of MoE experts, or ``None``.
+        linear_scheme: msModelSlim scheme of attention projections, or ``None`` for unquantized.
+        expert_scheme: scheme of routed MoE experts, or ``None``.
+        mlp_scheme: scheme of dense MLPs and shared experts; default: ``linear_scheme``.
+        rules: the release's post-load behaviour (absorbed MLA copies, MLAPO, MTP draft).
 
     Returns:
         Bytes.
-    """
-    return sum(tensor_bytes(t, dtype, linear_scheme, expert_scheme) for t in rank_tensors(a, layout))
 
+    Raises:
+        ConfigError: a W8A8 static projection with a float32 model dtype.
+    """
+    tensors = sum(tensor_bytes(t, dtype, linear_scheme, expert_scheme, mlp_scheme)
+                  for t in rank_tensors(a, layout, rules))
+    return tensors + mla_post_load_bytes(a, layout, dtype, linear_scheme, rules)

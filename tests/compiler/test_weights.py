@@ -83,9 +83,13 @@ def test_pipeline_stages_follow_vllm_get_pp_indices():
 def test_quantized_linear_bytes_and_vocab_padding():
     layout = Layout(tp=1, ep=1, first_stage=True, last_stage=True, layers=range(1))
     qkv = next(t for t in rank_tensors(QWEN3_30B_A3B, layout) if t.name == "qkv_proj")
-    # W8A8 static: int8 weight + per output channel scale, offset (fp32), quant_bias (int32), deq_scale (8 B).
-    assert tensor_bytes(qkv, "bfloat16", "W8A8", None) == qkv.rows * qkv.cols + qkv.rows * 20
-    assert tensor_bytes(qkv, "bfloat16", "W8A8_DYNAMIC", None) == qkv.rows * qkv.cols + qkv.rows * 8
+    assert (qkv.rows, qkv.cols) == (5120, 2048)
+    # W8A8 static (vllm_ascend quantization/methods/w8a8_static.py get_perchannel_param, v0.23.0), bf16 model: int8
+    # weight; per output row quant_bias int32 + deq_scale float32 + weight_scale/offset bf16 = 12 B; per layer
+    # input_scale bf16 + input_offset int8 and three bf16 aclnn_input_* copies over the 2048 input columns.
+    assert tensor_bytes(qkv, "bfloat16", "W8A8", None) == 5120 * 2048 + 5120 * 12 + 2 + 1 + 3 * 2048 * 2 == 10_559_491
+    # W8A8_DYNAMIC linear: scale + offset bf16 and the float32 weight_scale_fp32 copy = 8 B per row.
+    assert tensor_bytes(qkv, "bfloat16", "W8A8_DYNAMIC", None) == 5120 * 2048 + 5120 * 8 == 10_526_720
     embed = next(t for t in rank_tensors(QWEN3_30B_A3B, layout) if t.name == "embed_tokens")
-    assert tensor_bytes(embed, "bfloat16", "W8A8", "W8A8") == embed.rows * embed.cols * 2  # FLOAT layer
+    assert tensor_bytes(embed, "bfloat16", "W8A8", "W8A8") == 151936 * 2048 * 2  # FLOAT layer
     assert padded_vocab(49155) == 49216 and padded_vocab(151936) == 151936
