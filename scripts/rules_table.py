@@ -1,9 +1,13 @@
 """Print the per-release engine rules (ascendflow/compiler/data/engine_rules.yaml) as the README's Markdown table.
 
     python scripts/rules_table.py          # prints the table; tests/compiler/test_engine_rules.py checks the README
+    python scripts/rules_table.py --readme # replaces the table in README.md (after its "rules table" marker)
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 from packaging.version import Version
 
@@ -37,5 +41,17 @@ def markdown() -> str:
     return "\n".join(lines)
 
 
+def write_readme(path: Path) -> None:
+    """Replace the table that follows the ``<!-- rules table`` marker in ``path``."""
+    text = path.read_text()
+    marker = text.index("<!-- rules table")
+    start = text.index("\n", marker) + 1
+    end = text.index("\n\n", start)
+    path.write_text(text[:start] + markdown() + text[end:])
+
+
 if __name__ == "__main__":
-    print(markdown())
+    if "--readme" in sys.argv:
+        write_readme(Path(__file__).resolve().parent.parent / "README.md")
+    else:
+        print(markdown())

@@ -19,7 +19,7 @@ from ascendflow.compiler.plan import MemoryPlan, Plan, StagePlan, TargetPlan, Wo
 from ascendflow.compiler.rules import EngineRules, engine_rules
 from ascendflow.compiler.software import software_row
 from ascendflow.compiler.topology import check_parallel, place_nodes
-from ascendflow.compiler.weights import Layout, pp_partition, weight_bytes
+from ascendflow.compiler.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
@@ -78,6 +78,24 @@ def _explicit_kv(spec: RunSpec, rules: EngineRules, warnings: list[str]) -> int 
                           f"gpu_memory_utilization instead; drop it, or target hardware.software=vllm-ascend-0.19.1rc1 "
                           f"or later")
     return explicit
+
+
+def _weight_rules(spec: RunSpec, rules: EngineRules, mtp_layers: int) -> EngineWeightRules:
+    """What the release does to the weights after loading (``EngineRules`` weight fields).
+
+    MLAPO: the switch (``VLLM_ASCEND_ENABLE_MLAPO`` in ``ascend.env``, or ``additional_config.other.enable_mlapo``
+    where the release reads it, else the release default) turns it on at v0.11/v0.13; from v0.18 it acts only on
+    PD decode nodes, which no ascendflow plan describes yet, so it stays off there.
+    """
+    switch = rules.mlapo_default
+    if "VLLM_ASCEND_ENABLE_MLAPO" in spec.ascend.env:
+        switch = spec.ascend.env["VLLM_ASCEND_ENABLE_MLAPO"] not in ("0", "false", "False")
+    if "enable_mlapo" in spec.ascend.additional_config.other:
+        switch = bool(spec.ascend.additional_config.other["enable_mlapo"])
+    npu = spec.hardware.kind == "npu"
+    return EngineWeightRules(mla_absorb_copies=npu and rules.mla_absorb_copies,
+                             mlapo=npu and switch and rules.mlapo_gating == "switch", mlapo_frees_originals=False,
+                             mtp_layers=mtp_layers, mtp_shares_vocab=rules.mtp_shares_vocab)
 
 
 def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
@@ -140,13 +158,17 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     check_torchair(spec, arch)
     shared_expert_sp = (bool(asc.enable_shared_expert_dp) and rules.shared_expert_dp_enables_sp
                         and par.enable_expert_parallel and par.tensor_parallel_size > 1)
+    # vllm-ascend utils.py enable_sp(): flashcomm1 (config key from v0.20.2rc1, or the env), shared-expert DP, and the
+    # PassConfig key at v0.11/v0.13; vLLM itself filters the capture sizes whenever the PassConfig key is set.
+    explicit_sp = spec.ascend.enable_sequence_parallelism
+    ascend_sp = bool(shared_expert_sp or extra_config.get("enable_flashcomm1")
+                     or spec.ascend.env.get("VLLM_ASCEND_ENABLE_FLASHCOMM1") == "1"
+                     or (explicit_sp and rules.pass_config_sp_in_ascend))
     graph, graph_warnings = graph_plan(spec.graph, GraphContext(
         arch=arch, parallel=par, hardware=hw, rules=rules, max_num_seqs=max_num_seqs,
         max_num_batched_tokens=max_num_batched_tokens,
         num_speculative_tokens=eng.num_speculative_tokens, enforce_eager=eng.enforce_eager,
-        sequence_parallel=bool(spec.ascend.enable_sequence_parallelism or shared_expert_sp
-                               or extra_config.get("enable_flashcomm1")
-                               or spec.ascend.env.get("VLLM_ASCEND_ENABLE_FLASHCOMM1") == "1"),
+        sequence_parallel=explicit_sp or ascend_sp, ascend_sp=ascend_sp,
         aiv=hw.kind == "npu" and spec.ascend.hccl_op_expansion_mode_aiv,
         multistream_overlap_shared_expert=bool(asc.multistream_overlap_shared_expert),
         torchair=torchair_enabled(spec)))
@@ -158,9 +180,10 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     _check_startup_memory(spec, rules, device_total, requested)
     ep = par.tensor_parallel_size * par.data_parallel_size if par.enable_expert_parallel else 1
     non_torch = non_torch_bytes(hw.non_torch_bytes, par, spec.ascend.hccl_buffsize_mb,
-                                per_group=rules.hccl_buffers == "per_group")
+                                per_group=rules.hccl_buffers == "per_group", reuse=rules.hccl_reuse_same_ranks)
     explicit_kv = _explicit_kv(spec, rules, warnings)
     mtp_kv_layers = (arch.num_nextn_predict_layers or 0) if eng.num_speculative_tokens else 0
+    weight_rules = _weight_rules(spec, rules, mtp_kv_layers)
 
     stages = pp_partition(arch.num_hidden_layers, par.pipeline_parallel_size)
     best = None
@@ -168,23 +191,26 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     for index, layers in enumerate(stages):
         last = index == len(stages) - 1
         layout = Layout(tp=par.tensor_parallel_size, ep=ep, first_stage=index == 0, last_stage=last,
-                        layers=layers, pp=par.pipeline_parallel_size)
-        weights = checkpoint_bytes(checkpoint, arch, layout, dtype) if checkpoint else weight_bytes(
-            arch, layout, dtype=dtype, linear_scheme=quant.linear_scheme, expert_scheme=quant.expert_scheme)
+                        layers=layers, pp=par.pipeline_parallel_size, dp=par.data_parallel_size)
+        weights = checkpoint_bytes(checkpoint, arch, layout, dtype, weight_rules) if checkpoint else weight_bytes(
+            arch, layout, dtype=dtype, linear_scheme=quant.linear_scheme, expert_scheme=quant.expert_scheme,
+            rules=weight_rules)
         activation = activation_bytes(arch, layout, max_num_batched_tokens=max_num_batched_tokens,
                                       max_num_seqs=max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])
         graph_mem = graph_bytes(arch, layout, mode=graph.cudagraph_mode, capture_sizes=graph.capture_sizes,
                                 dtype_bytes=DTYPE_BYTES[dtype], profiled=rules.graph_memory_profiled)
         if explicit_kv is not None:
             kv_bytes = explicit_kv
+        elif rules.p310_kv_halved and hw.soc == "310p":
+            # vllm_ascend/_310p/worker_310p.py determine_available_memory (>= v0.18.0): its own rule, halved, no
+            # graph-memory estimate subtracted (also at v0.21/v0.22).
+            kv_bytes = (requested - weights - activation - non_torch) // 2
         else:
             kv_bytes = requested - weights - activation - non_torch
             if rules.graph_memory_profiled or eng.pin_kv_cache_memory:
                 kv_bytes -= graph_mem  # profiled and subtracted by the release, or reserved by the pinned value
             if eng.pin_kv_cache_memory:
                 kv_bytes -= KV_PIN_MARGIN_BYTES
-            if rules.p310_kv_halved and hw.soc == "310p":
-                kv_bytes //= 2  # vllm_ascend/_310p/worker_310p.py determine_available_memory (>= v0.18.0)
         kv = kv_cache_plan(arch, kv_cache_bytes=kv_bytes, layers_on_device=len(layers) + (mtp_kv_layers if last
                                                                                           else 0),
                            tensor_parallel_size=par.tensor_parallel_size, kv_dtype=kv_dtype, block_size=block_size,

@@ -40,10 +40,11 @@ class GraphContext:
     max_num_batched_tokens: int
     num_speculative_tokens: int
     enforce_eager: bool
-    sequence_parallel: bool  # vLLM/vllm-ascend sequence parallelism really on (capture sizes multiples of TP)
+    sequence_parallel: bool  # capture sizes filtered to multiples of TP (vLLM's pass or vllm-ascend's enable_sp())
     aiv: bool  # HCCL_OP_EXPANSION_MODE=AIV
     multistream_overlap_shared_expert: bool
     torchair: bool = False  # v0.11.0 torchair_graph_config.enabled: no ACL graphs
+    ascend_sp: bool = False  # vllm-ascend enable_sp(): spec-decode sizes rounded to multiples of max(1 + k, TP)
 
 
 def default_capture_sizes(max_size: int, ladder: str = "step8_16") -> list[int]:
@@ -269,7 +270,8 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
                             f"may fail with error 207008. Smaller list: graph.cudagraph_capture_sizes={smaller}")
 
     if k and mode in rules.spec_decode_round_modes:
-        sizes = _round_for_spec_decode(sizes, k, max_size, tp if ctx.sequence_parallel and tp > 1 else 1)
+        # The largest size is the last one left (vLLM keeps max_cudagraph_capture_size = sizes[-1] after each step).
+        sizes = _round_for_spec_decode(sizes, k, sizes[-1], tp if ctx.ascend_sp and tp > 1 else 1)
     if k and mode == "FULL_DECODE_ONLY" and rules.full_decode_spec_multiple_check:
         q = 1 + k
         off = [s for s in sizes if q <= s <= ctx.max_num_seqs * q and s % q]

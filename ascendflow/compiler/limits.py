@@ -68,14 +68,17 @@ def resolve_limits(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, d
     max_num_batched_tokens = eng.max_num_batched_tokens
     if max_num_batched_tokens is None:
         max_num_batched_tokens = default_tokens
-        if eng.enable_chunked_prefill is False:  # vLLM: a short default gives way to max_model_len
-            max_num_batched_tokens = max(max_model_len, max_num_batched_tokens)
+        if eng.enable_chunked_prefill is False:  # vLLM: the whole prompt in one step
+            max_num_batched_tokens = (max_model_len if rules.chunked_off_batched_tokens == "max_model_len"
+                                      else max(max_model_len, max_num_batched_tokens))
         if rules.default_batched_tokens_capped:  # vLLM >= 0.13: within the model limit
             max_num_batched_tokens = min(max_num_seqs * max_model_len, max_num_batched_tokens)
     elif eng.enable_chunked_prefill is False and max_num_batched_tokens < max_model_len:
         raise ConfigError("engine.max_num_batched_tokens", max_num_batched_tokens,
                           f"must be >= engine.max_model_len ({max_model_len}) when chunked prefill is off (vLLM "
                           f"SchedulerConfig); raise it, or leave it unset (vLLM then uses max_model_len)")
+    if eng.max_num_seqs is None:  # vLLM: a defaulted max_num_seqs never exceeds max_num_batched_tokens
+        max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
     if max_num_batched_tokens < max_num_seqs:
         raise ConfigError("engine.max_num_batched_tokens", max_num_batched_tokens,
                           f"must be >= engine.max_num_seqs ({max_num_seqs}) (vLLM SchedulerConfig)")

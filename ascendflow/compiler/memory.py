@@ -27,8 +27,8 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
     ``max_num_seqs``), first-order model.
 
     Per token: the residual and hidden states (4 × hidden), the QKV output of this rank, and the widest MLP
-    intermediate (dense: 2 × intermediate / TP; MoE: top-k routed copies of 2 × moe_intermediate, split by TP
-    without expert parallel; an upper bound, as if every copy ran on this rank). Sampler: fp32 logits over the full
+    intermediate (dense: 2 × intermediate / TP; MoE: top-k routed copies of 2 × moe_intermediate, split by TP × DP
+    without expert parallel (``FusedMoEParallelConfig.make``); an upper bound, as if every copy ran on this rank). Sampler: fp32 logits over the full
     vocabulary for ``max_num_seqs`` rows, on the last PP stage. Bytes.
     """
     tp = layout.tp
@@ -38,7 +38,7 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
     dense = 2 * (a.intermediate_size or 0) // tp
     moe = 0
     if a.routed_experts:  # upper bound: every routed copy of the token computed on this rank
-        inter = (a.moe_intermediate_size or 0) // (1 if layout.ep > 1 else tp)
+        inter = (a.moe_intermediate_size or 0) // (1 if layout.ep > 1 else tp * layout.dp)  # TP × DP without EP
         moe = (a.num_experts_per_tok or 1) * 2 * inter
     per_token = (4 * a.hidden_size + qkv + max(dense, moe)) * dtype_bytes
     logits = max_num_seqs * a.vocab_size * 4 if layout.last_stage else 0
@@ -51,34 +51,41 @@ HCCL_GROUP_BUFFER_MB = 200
 HCCL_DP_BUFFER_FLOOR_MB = 50
 
 
-def hccl_buffers_mb(parallel: ParallelSpec, hccl_buffsize_mb: int) -> dict[str, int]:
+def hccl_buffers_mb(parallel: ParallelSpec, hccl_buffsize_mb: int, reuse: bool = False) -> dict[str, int]:
     """HCCL buffer per communication group a rank belongs to, MB (``EngineRules.hccl_buffers == "per_group"``).
 
-    Groups larger than one device: TP and PP take the default 200 MB (``hccl_buffer_size``); the DP group
-    ``max(ceil((dp + 1) × 4 B / MiB), 50)`` MB; the EP group (TP × DP with expert parallel) 200 MB; the MC2 group
-    (DP × TP, created whenever it spans more than one device) takes ``HCCL_BUFFSIZE``. Source:
-    ``shared/reference/vllm_ascend.md`` §3 (vllm-ascend ``distributed/parallel_state.py`` and
-    ``utils.py`` buffer options).
+    Groups larger than one device: vLLM's world group (DP × TP × PP), TP, PP and EP (TP × DP with expert parallel)
+    take the default 200 MB (``hccl_buffer_size``: vllm-ascend ``utils.py`` ``get_hccl_config_for_pg_options`` gives
+    every group but ``dp``, ``dynamic_eplb`` and ``mc2`` the default); the DP group
+    ``max(ceil((dp + 1) × 4 B / MiB), 50)`` MB; the MC2 group (DP × TP, created whenever it spans more than one
+    device) gets no buffer option and takes ``HCCL_BUFFSIZE``. ``reuse`` (``EngineRules.hccl_reuse_same_ranks``):
+    default-option groups over the same ranks share one communicator (counted once, under the first name).
     """
     tp, pp, dp = parallel.tensor_parallel_size, parallel.pipeline_parallel_size, parallel.data_parallel_size
+    sizes = {"tp": tp, "pp": pp, "dp": dp}
+    default_groups = {"world": ("dp", "tp", "pp"), "tp": ("tp",), "pp": ("pp",)}
+    if parallel.enable_expert_parallel:
+        default_groups["ep"] = ("dp", "tp")
     groups: dict[str, int] = {}
-    if tp > 1:
-        groups["tp"] = HCCL_GROUP_BUFFER_MB
-    if pp > 1:
-        groups["pp"] = HCCL_GROUP_BUFFER_MB
+    seen: set[frozenset[str]] = set()
+    for name, dims in default_groups.items():
+        ranks = frozenset(d for d in dims if sizes[d] > 1)  # the dimensions the group really spans
+        if not ranks or (reuse and ranks in seen):
+            continue
+        seen.add(ranks)
+        groups[name] = HCCL_GROUP_BUFFER_MB
     if dp > 1:
         groups["dp"] = max(-(-((dp + 1) * 4) // MIB), HCCL_DP_BUFFER_FLOOR_MB)
-    if parallel.enable_expert_parallel and tp * dp > 1:
-        groups["ep"] = HCCL_GROUP_BUFFER_MB
     if tp * dp > 1:
         groups["mc2"] = hccl_buffsize_mb
     return groups
 
 
-def non_torch_bytes(runtime_bytes: int, parallel: ParallelSpec, hccl_buffsize_mb: int, per_group: bool) -> int:
+def non_torch_bytes(runtime_bytes: int, parallel: ParallelSpec, hccl_buffsize_mb: int, per_group: bool,
+                    reuse: bool = False) -> int:
     """Runtime memory outside torch (the hardware catalogue's estimate) plus the HCCL buffers of the rank's
     communication groups (:func:`hccl_buffers_mb`; none on CPU/GPU rows). Bytes."""
-    hccl = sum(hccl_buffers_mb(parallel, hccl_buffsize_mb).values()) if per_group else 0
+    hccl = sum(hccl_buffers_mb(parallel, hccl_buffsize_mb, reuse).values()) if per_group else 0
     return runtime_bytes + hccl * MIB
 
 

@@ -57,6 +57,9 @@ class EngineRules(BaseModel):
         shared_expert_dp_enables_sp: ``enable_shared_expert_dp`` turns sequence parallelism on when EP is on and
             TP > 1 (capture sizes then multiples of TP); ``False`` where the key does that never (v0.11).
         sp_pass_key: vLLM ``PassConfig`` key of the sequence-parallel pass.
+        pass_config_sp_in_ascend: vllm-ascend's ``enable_sp()`` also reads that PassConfig key (v0.11.0, v0.13.0); from
+            v0.18.0 only flashcomm1 and shared-expert DP turn it on, so an explicit key filters the capture sizes
+            (vLLM ``_set_cudagraph_sizes``) but spec-decode rounding stays at multiples of ``1 + k``.
     Memory:
         kv_cache_memory_bytes: ``--kv-cache-memory`` bypasses the utilisation rule (vllm-ascend >= v0.19.1rc1).
         graph_memory_profiled: graph memory is profiled and subtracted from the KV budget before allocation
@@ -65,6 +68,9 @@ class EngineRules(BaseModel):
             path (``_310p/worker_310p.py``, >= v0.18.0).
         startup_free_memory_check: the worker refuses to start when free memory is below
             ``total × gpu_memory_utilization``.
+        hccl_reuse_same_ranks: groups with the same ranks and default options share one HCCL communicator
+            (``patch/worker/_hccl_pg_registry.py`` at v0.19.1rc1 and v0.20.2rc1; from v0.21.0rc1 the group name is
+            part of ``hccl_config``, so named groups no longer share).
         hccl_buffers: ``per_group``: 200 MB per communication group (``hccl_buffer_size``), the DP group
             ``max(ceil((dp + 1) × 4 B / MiB), 50)`` MB, the MC2 group (DP × TP) ``HCCL_BUFFSIZE`` MB;
             ``none`` on CPU/GPU rows.
@@ -72,7 +78,17 @@ class EngineRules(BaseModel):
             (``num_blocks // num_groups × block_size``, vLLM < 0.20) or ``concurrency_x_len``
             (``int(max_concurrency × max_model_len)``, vLLM >= 0.20).
     Weights:
-        mlapo_default: ``VLLM_ASCEND_ENABLE_MLAPO`` default (fused int8 MLA prolog copies on W8A8 models).
+        mlapo_default: MLAPO switch default (``VLLM_ASCEND_ENABLE_MLAPO``, from v0.20.2rc1 also
+            ``additional_config.enable_mlapo``): fused int8 MLA prolog copies in W8A8-static MLA layers.
+        mlapo_gating: ``switch``: the switch alone turns MLAPO on (v0.11.0, v0.13.0); ``decode_only``: only on
+            PD-disaggregation decode nodes (KV consumers) on A2/A3 (v0.18.0+, ``mla_v1.py``) — never in the plans
+            ascendflow compiles today (no PD roles).
+        mlapo_frees_originals: MLAPO drops the originals on a KV consumer with ``max_num_batched_tokens <= 1024``
+            (from v0.13.0; never at v0.11.0).
+        mla_absorb_copies: MLA layers keep model-dtype ``W_UV``/``W_UK_T`` copies beside ``kv_b_proj``
+            (vllm-ascend ``mla_v1.py`` ``process_weights_after_loading``, every tag; not modelled on CPU/CUDA).
+        mtp_shares_vocab: the MTP drafter uses the target's embedding (PP = 1) and LM head (from v0.13.0;
+            v0.11.0 ``mtp_proposer.py`` loads its own).
         quantization_flag: msModelSlim checkpoints need ``--quantization ascend`` (auto-detected from v0.17.0rc1).
     Defaults:
         batch_defaults: how vLLM ``get_batch_defaults`` picks the server's ``max_num_batched_tokens`` /
@@ -81,6 +97,8 @@ class EngineRules(BaseModel):
             the last tier), ``cpu_world_size`` (vLLM's CPU branch: 2048 × world tokens, 128 × world sequences).
         server_batch_tiers: ``(min device GiB, max_num_batched_tokens, max_num_seqs)`` for the OpenAI server,
             largest threshold first (``vllm/engine/arg_utils.py`` ``get_batch_defaults``).
+        chunked_off_batched_tokens: a defaulted ``max_num_batched_tokens`` with chunked prefill off: ``max_model_len``
+            (vLLM 0.11 ``_set_default_args``) or ``max(max_model_len, default)`` (vLLM >= 0.13).
         default_batched_tokens_capped: vLLM >= 0.13 caps a defaulted ``max_num_batched_tokens`` at
             ``max_num_seqs × max_model_len``.
         block_size_rule: ``prefix_or_chunked``: 128 when prefix caching or chunked prefill is on (vllm-ascend
@@ -106,16 +124,23 @@ class EngineRules(BaseModel):
     piecewise_size_cap_950: int | None = Field(ge=1)
     shared_expert_dp_enables_sp: bool
     sp_pass_key: Literal["enable_sequence_parallelism", "enable_sp"]
+    pass_config_sp_in_ascend: bool
     kv_cache_memory_bytes: bool
     graph_memory_profiled: bool
     p310_kv_halved: bool
     startup_free_memory_check: bool
     hccl_buffers: Literal["per_group", "none"]
+    hccl_reuse_same_ranks: bool
     logged_kv_tokens: Literal["blocks_per_group", "concurrency_x_len"]
     mlapo_default: bool
+    mlapo_gating: Literal["switch", "decode_only"]
+    mlapo_frees_originals: bool
+    mla_absorb_copies: bool
+    mtp_shares_vocab: bool
     quantization_flag: bool
     batch_defaults: Literal["memory_tiers", "fallback", "cpu_world_size"]
     server_batch_tiers: tuple[tuple[int, int, int], ...] = Field(min_length=1)
+    chunked_off_batched_tokens: Literal["max_model_len", "max_with_default"]
     default_batched_tokens_capped: bool
     block_size_rule: Literal["prefix_or_chunked", "unless_ascend_scheduler", "platform"]
 

@@ -29,8 +29,13 @@ def check_parallel(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelAr
                           f"must divide the model's num_key_value_heads ({kv}) or be a multiple of it "
                           "(vLLM QKVParallelLinear)")
     widths = [("intermediate_size", arch.intermediate_size)]
-    if not parallel.enable_expert_parallel:
-        widths.append(("moe_intermediate_size", arch.moe_intermediate_size))
+    moe_tp = tp * parallel.data_parallel_size  # FusedMoEParallelConfig.make: without EP, TP flattened over DP
+    inter = arch.moe_intermediate_size
+    if not parallel.enable_expert_parallel and arch.routed_experts and inter and inter % moe_tp:
+        raise ConfigError("parallel.tensor_parallel_size", tp,
+                          f"TP × DP = {moe_tp} must divide the model's moe_intermediate_size ({inter}) without expert "
+                          f"parallel (vLLM fused_moe/layer.py shards experts over TP × DP); turn on "
+                          f"parallel.enable_expert_parallel or change TP/DP")
     for name, width in widths:
         if width and (arch.routed_experts == 0 or name != "intermediate_size" or arch.first_k_dense_replace) \
                 and width % tp:

@@ -158,6 +158,26 @@ def test_v0_11_full_decode_only_with_mtp_needs_multiples():
     assert "not [4, 8]" in str(err.value) and "cudagraph_capture_sizes=[3, 6, 9]" in str(err.value)
 
 
+def test_spec_decode_rounding_stops_at_the_last_size_kept():
+    # v0.18.0, FULL_DECODE_ONLY, k = 2, 45 sequences: max = min(45 × 3, 512) = 135, ladder … 120, 128 (135 is not
+    # on the step-8 ladder); rounding to multiples of 3 keeps sizes up to 128, the last size (…, 114, 120).
+    plan, _ = graph_plan(GraphSpec(name="f", cudagraph_mode="FULL_DECODE_ONLY"),
+                         _ctx(DEEPSEEK_R1, "vllm-ascend-0.18.0", tp=4, dp=4, ep=True, seqs=45, k=2))
+    assert plan.capture_sizes == [3, 6, 9, 18, 24, 33, 42, 48, 57, 66, 72, 81, 90, 96, 105, 114, 120]
+
+
+def test_explicit_sequence_parallelism_and_spec_rounding_per_release():
+    # From v0.18.0 the PassConfig key filters the sizes (vLLM) but vllm-ascend's enable_sp() ignores it, so rounding
+    # stays at multiples of 1 + k = 2; flashcomm1 turns enable_sp() on: multiples of max(2, TP 4) = 4.
+    base = ["+recipe=deepseek_r1_a3_tp4dp4", "engine.num_speculative_tokens=1"]
+    explicit = plan_for(base + ["ascend.enable_sequence_parallelism=true"])[1].graph.capture_sizes
+    assert explicit == [4, 8, 16, 24, 32]  # max 32: [1, 2, 4, 8 … 32] → multiples of 4 → ×2 rounding keeps them
+    flash = plan_for(base + ["+ascend.env.VLLM_ASCEND_ENABLE_FLASHCOMM1=1"])[1].graph.capture_sizes
+    assert flash == [4, 8, 16, 24, 32]
+    plain = plan_for(base)[1].graph.capture_sizes
+    assert plain == [2, 4, 8, 16, 24, 32]
+
+
 def test_spec_decode_rounding_of_the_flagship_recipe():
     _, plan = plan_for(["+recipe=deepseek_r1_a3_tp4dp4"])
     assert plan.graph.cudagraph_mode == "FULL_DECODE_ONLY"
@@ -214,6 +234,15 @@ def test_graph_memory_subtracted_only_at_v0_21_and_v0_22():
     assert plans["0.22.1rc1"].memory.kv_cache_bytes == plans["0.21.0rc1"].memory.kv_cache_bytes
 
 
+def test_310p_halves_without_the_graph_estimate_at_v0_21():
+    duo = ["hardware=atlas_300i_duo", "model=qwen3_4b", "graph=piecewise", "engine.max_model_len=4096",
+           "engine.dtype=float16"]
+    plan = plan_for(duo + ["hardware.software=vllm-ascend-0.21.0rc1"])[1]
+    m = plan.memory
+    assert m.graph_bytes > 0
+    assert m.kv_cache_bytes == (m.requested_bytes - m.weights_bytes - m.activation_bytes - m.non_torch_bytes) // 2
+
+
 def test_310p_halves_the_kv_budget_from_v0_18():
     duo = ["hardware=atlas_300i_duo", "model=qwen3_4b", "graph=eager", "engine.max_model_len=4096",
            "engine.dtype=float16"]
@@ -224,12 +253,18 @@ def test_310p_halves_the_kv_budget_from_v0_18():
 
 
 def test_hccl_buffers_per_group():
-    # TP 200 MB, DP max(ceil(5 × 4 B / MiB), 50) = 50 MB, EP 200 MB, MC2 (DP × TP = 16) HCCL_BUFFSIZE.
+    # world (TP × PP = 4) and TP 200 MB, DP max(ceil(5 × 4 B / MiB), 50) = 50 MB, EP 200 MB, MC2 (DP × TP = 16)
+    # HCCL_BUFFSIZE (vllm-ascend utils.py get_hccl_config_for_pg_options, v0.23.0).
     par = ParallelSpec(tensor_parallel_size=4, data_parallel_size=4, enable_expert_parallel=True)
-    assert hccl_buffers_mb(par, 1024) == {"tp": 200, "dp": 50, "ep": 200, "mc2": 1024}
+    assert hccl_buffers_mb(par, 1024) == {"world": 200, "tp": 200, "dp": 50, "ep": 200, "mc2": 1024}
+    # v0.19.1rc1/v0.20.2rc1 (_hccl_pg_registry.py): same ranks + same options share one communicator: with PP = 1
+    # the world group is the EP group (DP × TP), counted once.
+    assert hccl_buffers_mb(par, 1024, reuse=True) == {"world": 200, "tp": 200, "dp": 50, "mc2": 1024}
+    # TP8 alone: world = TP = MC2 ranks; MC2 keeps its own (HCCL_BUFFSIZE) communicator.
+    assert hccl_buffers_mb(ParallelSpec(tensor_parallel_size=8), 200, reuse=True) == {"world": 200, "mc2": 200}
     assert hccl_buffers_mb(ParallelSpec(), 200) == {}
     _, plan = plan_for(["+recipe=deepseek_r1_a3_tp4dp4"])  # ascend=moe_ep: HCCL_BUFFSIZE 1024
-    assert plan.memory.non_torch_bytes == 512 * MIB + (200 + 50 + 200 + 1024) * MIB
+    assert plan.memory.non_torch_bytes == 512 * MIB + (200 + 200 + 50 + 200 + 1024) * MIB
 
 
 def test_logged_tokens_per_vllm_release():
@@ -277,9 +312,19 @@ def test_batch_defaults_follow_reported_memory_only_at_v0_21():
     assert (at_021["max_num_batched_tokens"], at_021["max_num_seqs"]) == (8192, 1024)
 
 
+def test_default_max_num_seqs_follows_max_num_batched_tokens():
+    # vLLM: a defaulted max_num_seqs is min(256, max_num_batched_tokens) — 128 here, not a refusal.
+    _, plan = plan_for(DENSE + ["engine.max_num_seqs=null", "engine.max_num_batched_tokens=128"])
+    assert plan.engine_args["max_num_seqs"] == 128
+
+
 def test_chunked_prefill_off_and_the_default_cap():
     off = plan_for(DENSE + ["engine.enable_chunked_prefill=false", "engine.max_model_len=8192"])[1]
     assert off.engine_args["max_num_batched_tokens"] == 8192  # max(8192, 2048), not a refusal
+    # vLLM 0.11 takes max_model_len itself (1024), vLLM >= 0.13 max(1024, 2048) then min(16 × 1024, ·) = 2048.
+    short = DENSE + ["engine.enable_chunked_prefill=false", "engine.max_model_len=1024"]
+    assert plan_for(short + ["hardware.software=vllm-ascend-0.11.0"])[1].engine_args["max_num_batched_tokens"] == 1024
+    assert plan_for(short)[1].engine_args["max_num_batched_tokens"] == 2048
     capped = ["engine.max_num_seqs=1", "engine.max_model_len=1024"]
     assert plan_for(DENSE + capped)[1].engine_args["max_num_batched_tokens"] == 1024  # min(1 × 1024, 2048)
     assert plan_for(DENSE + capped + ["hardware.software=vllm-ascend-0.11.0"])[1].engine_args[
