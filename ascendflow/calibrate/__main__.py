@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow store (default: $MLFLOW_TRACKING_URI or outputs/mlflow/mlflow.db)")
     args = parser.parse_args(argv)
+    for name in ("mlflow", "alembic"):  # store creation notices would bury the one-line error
+        logging.getLogger(name).setLevel(logging.WARNING)
     try:
         facts, plan, target = _resolve(args)
     except ConfigError as exc:
