@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -135,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow store (default: $MLFLOW_TRACKING_URI or outputs/mlflow/mlflow.db)")
     args = parser.parse_args(argv)
-    for name in ("mlflow", "alembic"):  # store creation notices would bury the one-line error
-        logging.getLogger(name).setLevel(logging.WARNING)
+    # Store-creation notices would bury the one-line error (MLflow reads its level at import).
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     try:
         facts, plan, target = _resolve(args)
     except ConfigError as exc:

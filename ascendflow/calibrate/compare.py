@@ -68,17 +68,19 @@ class Row:
 
 @dataclass
 class Calibration:
-    """The whole comparison: rows, the capture-size lists, and the log facts."""
+    """The whole comparison: rows, the capture-size lists, the log facts and the plan's own estimate notes."""
 
     plan_hash: str | None
     rows: list[Row]
     capture_sizes: dict[str, Any]
     log_facts: dict[str, Any]
+    plan_estimates: Any = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for ``calibration.json``."""
         return {"plan_hash": self.plan_hash, "rows": [asdict(r) for r in self.rows],
-                "capture_sizes": self.capture_sizes, "log_facts": self.log_facts}
+                "capture_sizes": self.capture_sizes, "plan_estimates": self.plan_estimates,
+                "log_facts": self.log_facts}
 
     def metrics(self) -> dict[str, float]:
         """``calib.<item>.log``, ``.plan``, ``.error_pct`` for every item with a value; capture sizes as counts, plus
@@ -208,4 +210,5 @@ def calibrate(plan: Mapping[str, Any] | None, facts: EngineLogFacts) -> Calibrat
         capture.update(equal=planned == logged_sizes, only_in_plan=sorted(set(planned) - set(logged_sizes)),
                        only_in_log=sorted(set(logged_sizes) - set(planned)))
     plan_hash = plan_value(plan, "plan_hash")
-    return Calibration(plan_hash if isinstance(plan_hash, str) else None, rows, capture, facts.to_json())
+    return Calibration(plan_hash if isinstance(plan_hash, str) else None, rows, capture, facts.to_json(),
+                       plan_value(plan, "estimates"))
