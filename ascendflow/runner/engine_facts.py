@@ -17,8 +17,9 @@ from ascendflow.runner.log_formats import INT_FACTS, LOG_FORMATS, TEXT_FACTS
 
 GIB = 1 << 30
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-#: ``(EngineCore_DP0 pid=107915) INFO ...``, ``(Worker_TP1_EP1 pid=315)``, Ray's ``(RayWorkerWrapper pid=1, ip=…)``.
-_RANK = re.compile(r"^\((?P<rank>[A-Za-z]\w*)(?: pid=\d+)?[^)]*\)\s*")
+#: ``(EngineCore_DP0 pid=107915) INFO ...``, ``(Worker_TP1_EP1 pid=315)``, ``(VllmWorker rank=0 pid=105)``, Ray's
+#: ``(RayWorkerWrapper pid=1, ip=…)``: the process name without its pid is the rank.
+_RANK = re.compile(r"^\((?P<rank>[A-Za-z][^()]*?)(?:,? pid=\d+[^()]*)?\)\s")
 MAIN = "main"
 
 #: Log items in bytes and where each comes from, best first: ``(format id, group, scale to bytes)``.
@@ -116,9 +117,12 @@ class EngineLogFacts:
 
 
 def _resolution(raw: str, scale: int) -> float:
-    if "." not in raw:
-        return 0.0 if scale == 1 else 0.5 * scale
-    return 0.5 * 10 ** -len(raw.split(".")[1]) * scale
+    """Half the last printed digit. GiB values have at least two decimals: vLLM's ``format_gib`` is
+    ``str(round(b / GiB, 2))``, which drops trailing zeros ("1.1" is 1.10 ± 0.005)."""
+    decimals = len(raw.split(".")[1]) if "." in raw else 0
+    if scale == GIB:
+        decimals = max(decimals, 2)
+    return 0.0 if decimals == 0 else 0.5 * 10 ** -decimals * scale
 
 
 def _matches(text: str) -> list[tuple[str, str, dict[str, str]]]:

@@ -68,6 +68,9 @@ def test_graph_capturing_line():
     assert graph.value == round(0.26 * GIB) and graph.format == "graph_capturing"
     assert graph.per_rank == {"Worker_TP0_EP0": round(0.26 * GIB), "Worker_TP1_EP1": round(0.26 * GIB)}
     assert graph.resolution == pytest.approx(0.005 * GIB)
+    # format_gib (vLLM ≥ 0.18) drops trailing zeros: "0.1" is 0.10 ± 0.005 GiB.
+    short = parse_engine_facts(ex.V0110_QWEN3_30B_GRAPH.replace("0.26 GiB", "0.1 GiB")).items["graph_bytes"]
+    assert short.resolution == pytest.approx(0.005 * GIB)
 
 
 @pytest.mark.parametrize("text,version", [(ex.V0110_CONFIG_LINE, "0.11.0"), (ex.V013_CONFIG_LINE, "0.13.0")])
