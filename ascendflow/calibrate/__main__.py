@@ -136,10 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow store (default: $MLFLOW_TRACKING_URI or outputs/mlflow/mlflow.db)")
     args = parser.parse_args(argv)
-    # Store-creation notices would bury the one-line error (MLflow reads its level at import).
+    # Store-creation notices would bury the one-line error: MLflow reads its level at import, and an already
+    # imported MLflow (in-process callers) keeps its logger.
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    for name in ("mlflow", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     try:
         facts, plan, target = _resolve(args)
     except ConfigError as exc:
