@@ -128,7 +128,10 @@ def _resolve(args: argparse.Namespace) -> tuple[EngineLogFacts, dict[str, Any] |
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry; returns the exit code (2 for bad input)."""
-    parser = argparse.ArgumentParser(prog="python -m ascendflow.calibrate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m ascendflow.calibrate",
+        description="Print a vLLM / vllm-ascend engine log beside its plan with the error of each item, and record "
+                    "the errors on the plan's MLflow run (or a new run in experiment 'calibration').")
     parser.add_argument("engine_log", type=Path, metavar="ENGINE_LOG", help="the engine's log file")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--run", help="MLflow run id to record on (its plan.json artifact is the plan)")
