@@ -6,29 +6,32 @@ import re
 from pathlib import Path
 from typing import Any
 
-# vllm/v1/core/kv_cache_utils.py update_kv_cache_capacity:
-#   "%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx"
-_KV = re.compile(r"(\w+) KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: "
-                 r"([\d.]+)x")
-# vllm/v1/worker/gpu_model_runner.py load_model: "Model loading took %s GiB memory and %.6f seconds"
-_LOAD = re.compile(r"Model loading took ([\d.]+) GiB memory and ([\d.]+) seconds")
+from ascendflow.runner.engine_facts import parse_engine_facts
+
+#: Formats of the model-loading line that :func:`parse_engine_log` reports as ``model_load_gib`` (see log_formats).
+_LOAD_FORMATS = ("vllm_model_loading", "ascend_loading_weights")
 
 
 def parse_engine_log(text: str) -> dict[str, Any]:
-    """Extract the facts vLLM logs at start-up.
+    """Extract the facts vLLM logs at start-up (every format of :mod:`ascendflow.runner.log_formats`).
 
     Returns:
         ``reported_kv_cache_tokens`` (int), ``reported_max_concurrency`` (float, requests of ``max_model_len``),
         ``reported_max_model_len`` (int), ``kv_cache_pool`` (``CPU``/``GPU``/``NPU``), ``model_load_gib`` and
-        ``model_load_s`` — each only when its line is present.
+        ``model_load_s`` — each only when its line is present. Several KV lines (one per worker before vLLM takes
+        the minimum) report the minimum, as the engine does.
     """
+    items = parse_engine_facts(text)
     facts: dict[str, Any] = {}
-    if m := _KV.search(text):
-        facts.update(kv_cache_pool=m.group(1), reported_kv_cache_tokens=int(m.group(2).replace(",", "")),
-                     reported_max_model_len=int(m.group(3).replace(",", "")),
-                     reported_max_concurrency=float(m.group(4)))
-    if m := _LOAD.search(text):
-        facts.update(model_load_gib=float(m.group(1)), model_load_s=float(m.group(2)))
+    if (tokens := items.items.get("kv_cache_tokens")) is not None:
+        facts.update(kv_cache_pool=items.text.get("kv_cache_pool"), reported_kv_cache_tokens=int(tokens.value))
+    if (concurrency := items.items.get("max_concurrency")) is not None:
+        facts.update(reported_max_model_len=int(items.items["max_model_len"].value),
+                     reported_max_concurrency=concurrency.value)
+    if (weights := items.items.get("weights_bytes")) is not None and weights.format in _LOAD_FORMATS:
+        facts["model_load_gib"] = weights.logged
+    if (load := items.items.get("load_s")) is not None:
+        facts["model_load_s"] = load.value
     return facts
 
 

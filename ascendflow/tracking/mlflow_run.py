@@ -59,6 +59,26 @@ class TrackedRun:
         run = with_retry(lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=tags))
         self.run_id = run.info.run_id
 
+    @classmethod
+    def existing(cls, uri: str, run_id: str) -> "TrackedRun":
+        """An MLflow run that already exists (e.g. a pipeline run that calibration adds metrics to).
+
+        Raises:
+            mlflow.exceptions.MlflowException: no run ``run_id`` in the store ``uri``.
+        """
+        from mlflow.tracking import MlflowClient
+
+        self = cls.__new__(cls)
+        self.enabled, self.uri, self.run_id = True, uri, run_id
+        self.client = MlflowClient(tracking_uri=uri)
+        self.experiment_id = self.client.get_run(run_id).info.experiment_id
+        return self
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        """Upload one file under ``artifact_path``."""
+        if self.enabled and self.run_id is not None:
+            with_retry(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path=artifact_path))
+
     def log_params(self, config: Mapping[str, Any]) -> None:
         """Log the flattened config as params (batches of 100, MLflow's limit per call)."""
         if not self.enabled:

