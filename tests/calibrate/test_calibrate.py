@@ -22,9 +22,11 @@ from tests.conftest import REPO, compose_config, run_ascendflow
 #: vllm-ascend #3479: v0.11.0rc0 on a 300I Duo chip, Qwen3-4B fp16, TP1, utilisation 0.8, max_model_len 4096, eager.
 DUO_3479 = ["hardware=atlas_300i_duo", "hardware.software=vllm-ascend-0.11.0", "model=qwen3_4b",
             "engine.max_model_len=4096", "engine.gpu_memory_utilization=0.8", "engine.dtype=float16", "graph=eager"]
-#: vllm-ascend #4807: v0.11.0, Qwen3-8B TP1, LLM(max_model_len=26240) with vLLM's default max_num_seqs 256, PIECEWISE.
+#: vllm-ascend #4807: v0.11.0, Qwen3-8B TP1, LLM(max_model_len=26240) with vLLM's default max_num_seqs 256, PIECEWISE,
+#: default (non-AIV) HCCL expansion: the stream budget keeps 48 sizes.
 QWEN3_8B_4807 = ["run.mode=plan", "hardware=atlas_800i_a2", "hardware.software=vllm-ascend-0.11.0", "model=qwen3_8b",
-                 "engine.max_model_len=26240", "engine.max_num_seqs=256", "graph=piecewise"]
+                 "engine.max_model_len=26240", "engine.max_num_seqs=256", "graph=piecewise",
+                 "ascend.hccl_op_expansion_mode_aiv=false"]
 
 
 def _plan(overrides: list[str]) -> Plan:
@@ -102,7 +104,7 @@ def test_pipeline_run_found_by_plan_hash_then_by_run_id(tmp_path, mlflow_uri, mo
     planned, public = plan["graph"]["capture_sizes"], sorted(ex.V0110_QWEN3_8B_SIZES)
     metrics = run.data.metrics
     assert (metrics["calib.capture_sizes.log"], metrics["calib.capture_sizes.plan"]) == (48, len(planned))
-    assert metrics["calib.capture_sizes.equal"] == float(planned == public)
+    assert metrics["calib.capture_sizes.equal"] == float(planned == public) == 1.0  # the whole list, as logged
     assert metrics["calib.max_concurrency.log"] == 10.56
     assert metrics["calib.max_concurrency.plan"] == plan["kv_cache"]["max_concurrency"]
     assert run.data.tags["calibration.capture_sizes_equal"] == str(planned == public)
