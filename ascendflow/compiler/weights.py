@@ -114,7 +114,7 @@ def _attention(a: ModelArchitecture, tp: int) -> Iterator[Tensor]:
 def _mlp(a: ModelArchitecture, layer: int, tp: int, ep: int) -> Iterator[Tensor]:
     h = a.hidden_size
     if not a.is_moe_layer(layer):
-        inter = (a.intermediate_size or 0) // tp
+        inter = a.layer_intermediate_size(layer) // tp
         yield Tensor("gate_up_proj", 2 * inter, h, "linear")
         yield Tensor("down_proj", h, inter, "linear")
         return
