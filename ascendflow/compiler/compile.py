@@ -194,7 +194,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                 kv_bytes -= graph_mem + KV_PIN_MARGIN_BYTES
         kv = kv_cache_plan(arch, kv_cache_bytes=kv_bytes, layers_on_device=len(layers),
                            tensor_parallel_size=par.tensor_parallel_size, kv_dtype=kv_dtype, block_size=block_size,
-                           max_model_len=max_model_len)
+                           max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
+                           stage_layers=layers)
         memory = MemoryPlan(device_total_bytes=device_total, requested_bytes=requested, weights_bytes=weights,
                             activation_bytes=activation, non_torch_bytes=non_torch, graph_bytes=graph_mem,
                             kv_cache_bytes=kv_bytes)
@@ -218,14 +219,16 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
             f"leaves a negative KV budget on the bottleneck device: requested {requested / GIB:.2f} GiB − weights "
             f"{memory.weights_bytes / GIB:.2f} − activation {memory.activation_bytes / GIB:.2f} − non-torch "
             f"{non_torch / GIB:.2f} = {memory.kv_cache_bytes / GIB:.2f} GiB; fixes: {_fixes(spec, context_len=False)}")
-    capacity = kv.num_blocks * block_size
-    if capacity < max_model_len:
-        need = -(-max_model_len // block_size) * block_size * kv.bytes_per_token
+    if not kv.fits:
+        # vLLM 0.32.0 get_kv_cache_configs / _check_enough_kv_cache_memory: one max_model_len request must fit in the
+        # pool less the null block; the engine then names its binary-searched estimate of the longest context.
+        estimate = (f"vLLM's estimated maximum model length is {kv.estimated_max_model_len}"
+                    if kv.estimated_max_model_len else "not even 1 token fits")
         raise ConfigError(
             "engine.max_model_len", max_model_len,
-            f"exceeds the KV capacity of the plan ({capacity} tokens = {kv.num_blocks} blocks × {block_size}; "
-            f"short by {max_model_len - capacity} tokens, needs >= {need} KV bytes per device); fixes: "
-            f"{_fixes(spec, context_len=True)}")
+            f"needs {kv.needed_bytes} KV bytes per device for one request ({kv.blocks_per_request} blocks × "
+            f"{kv.bytes_per_block} B) but the plan has {memory.kv_cache_bytes - kv.bytes_per_block} after the null "
+            f"block; {estimate}; fixes: {_fixes(spec, context_len=True)}")
     if kv.max_concurrency < max_num_seqs:
         warnings.append(f"KV cache holds {kv.max_concurrency:.1f} requests of max_model_len={max_model_len} tokens, "
                         f"fewer than max_num_seqs={max_num_seqs}: long requests will queue or be preempted")

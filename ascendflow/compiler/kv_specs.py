@@ -136,10 +136,10 @@ def layer_kv_specs(
             specs.append(LayerKV("sliding", local, window=arch.sliding_window))
         elif kind == "chunked_attention":
             specs.append(LayerKV("chunked", local, window=arch.attention_chunk_size))
-        elif kind == "linear_attention":
+        elif kind == "linear_attention" and not arch.mamba_n_heads:
             specs.append(LayerKV("mamba", state_bytes=_gdn_state_bytes(arch, tp, conv_b, ssm_b,
                                                                         num_speculative_tokens)))
-        elif kind == "mamba":
+        elif kind in ("mamba", "linear_attention"):  # Granite-4.0-H names its Mamba2 layers linear_attention
             specs.append(LayerKV("mamba", state_bytes=_mamba2_state_bytes(arch, tp, conv_b, ssm_b,
                                                                            num_speculative_tokens),
                                  checkpoint_blocks=1))

@@ -50,6 +50,35 @@ ZOO: dict[str, tuple[str, str, dict]] = {
         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "sliding_window": 128,
         "layer_types": ["sliding_attention", "full_attention"] * 2, "max_position_embeddings": 32768,
         "query_pre_attn_scalar": 64}),
+    # Qwen3-Next with a Gated-DeltaNet state larger than a 128-token attention page: vLLM raises the block size.
+    "qwen3_next_bigstate": ("Qwen3NextConfig", "Qwen3NextForCausalLM", {
+        **_TOKENS, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 128,
+        "linear_num_key_heads": 4, "linear_num_value_heads": 8, "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+        "layer_types": ["linear_attention"] * 3 + ["full_attention"], "num_experts": 4,
+        "num_experts_per_tok": 2, "moe_intermediate_size": 128, "shared_expert_intermediate_size": 128,
+        "decoder_sparse_step": 1, "max_position_embeddings": 32768, "tie_word_embeddings": False}),
+    # Granite-4.0-H style: 3 Mamba2 mixers + 1 full attention layer.
+    "granite_hybrid": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", {
+        **_TOKENS, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
+        "num_attention_heads": 4, "num_key_value_heads": 2,
+        "layer_types": ["linear_attention"] * 3 + ["full_attention"], "mamba_n_heads": 8, "mamba_d_head": 64,
+        "mamba_d_state": 64, "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_expand": 2,
+        "num_local_experts": 0, "shared_intermediate_size": 512, "max_position_embeddings": 32768,
+        "position_embedding_type": "rope"}),
+    # gpt-oss: sliding (128) and full layers alternating, attention sinks, MoE.
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", {
+        **_TOKENS, "hidden_size": 256, "intermediate_size": 256, "num_hidden_layers": 4,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "sliding_window": 128,
+        "layer_types": ["sliding_attention", "full_attention"] * 2, "num_local_experts": 4,
+        "num_experts_per_tok": 2, "max_position_embeddings": 32768}),
+    # Llama-4 text: chunked local attention (256) on 3 of 4 layers.
+    "llama4_chunked": ("Llama4TextConfig", "Llama4ForCausalLM", {
+        **_TOKENS, "hidden_size": 256, "intermediate_size": 256, "intermediate_size_mlp": 512,
+        "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+        "attention_chunk_size": 256, "no_rope_layers": [1, 1, 1, 0], "num_local_experts": 2,
+        "num_experts_per_tok": 1, "interleave_moe_layer_step": 1, "max_position_embeddings": 32768}),
 }
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow preflight for plan 199677e5679fa20d (atlas_800i_a2_910b4; vllm-ascend-0.23.0, CANN 9.1.0).
+# ascendflow preflight for plan 586ad45212b21adc (atlas_800i_a2_910b4; vllm-ascend-0.23.0, CANN 9.1.0).
 # Run on every node before launch/node<k>.sh. Exits non-zero at the first failed check.
 set -euo pipefail
 fail() { echo "preflight: $*" >&2; exit 1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 2d78236fcf92ec9d: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan f930ea0181366c6e: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 0, devices [0]. Generated: recompile instead of editing.
 set -euo pipefail
 

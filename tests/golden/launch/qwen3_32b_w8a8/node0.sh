@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 82ddd28f57dadb06: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan c4531a6e1cb72279: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 0, devices [0, 1, 2, 3]. Generated: recompile instead of editing.
 set -euo pipefail
 
