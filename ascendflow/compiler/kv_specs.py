@@ -45,6 +45,8 @@ class LayerKV:
             (``AttentionSpec.page_size_bytes`` / block_size); 0 for ``mamba``.
         window: ``sliding_window`` or ``attention_chunk_size`` in tokens; ``None`` otherwise.
         state_bytes: ``mamba`` only: the state's bytes before padding (``MambaSpec.page_size_bytes``).
+        state_parts: ``mamba`` only: bytes of each state tensor (conv, then SSM / recurrent); vllm-ascend's hybrid
+            rule aligns the largest one with the attention page.
         checkpoint_blocks: ``mamba`` only: prefill checkpoint blocks kept in ``align`` mode (Mamba2 mixers: 1,
             ``MambaMixer2.get_kv_cache_spec``; Gated-DeltaNet: 0).
     """
@@ -54,6 +56,7 @@ class LayerKV:
     window: int | None = None
     state_bytes: int = 0
     checkpoint_blocks: int = 0
+    state_parts: tuple[int, ...] = ()
 
 
 def layer_kinds(arch: ModelArchitecture) -> list[str]:
@@ -137,29 +140,29 @@ def layer_kv_specs(
         elif kind == "chunked_attention":
             specs.append(LayerKV("chunked", local, window=arch.attention_chunk_size))
         elif kind == "linear_attention" and not arch.mamba_n_heads:
-            specs.append(LayerKV("mamba", state_bytes=_gdn_state_bytes(arch, tp, conv_b, ssm_b,
-                                                                        num_speculative_tokens)))
+            parts = _gdn_state_parts(arch, tp, conv_b, ssm_b, num_speculative_tokens)
+            specs.append(LayerKV("mamba", state_bytes=sum(parts), state_parts=parts))
         elif kind in ("mamba", "linear_attention"):  # Granite-4.0-H names its Mamba2 layers linear_attention
-            specs.append(LayerKV("mamba", state_bytes=_mamba2_state_bytes(arch, tp, conv_b, ssm_b,
-                                                                           num_speculative_tokens),
-                                 checkpoint_blocks=1))
+            parts = _mamba2_state_parts(arch, tp, conv_b, ssm_b, num_speculative_tokens)
+            specs.append(LayerKV("mamba", state_bytes=sum(parts), state_parts=parts, checkpoint_blocks=1))
         else:
             specs.append(LayerKV("full", glob))
     return specs
 
 
-def _gdn_state_bytes(arch: ModelArchitecture, tp: int, conv_b: int, ssm_b: int, num_spec: int) -> int:
-    """Gated-DeltaNet state bytes: conv ``(conv_dim / TP) × (kernel - 1 + spec)`` and recurrent
+def _gdn_state_parts(arch: ModelArchitecture, tp: int, conv_b: int, ssm_b: int, num_spec: int) -> tuple[int, int]:
+    """Gated-DeltaNet state bytes (conv, recurrent): conv ``(conv_dim / TP) × (kernel - 1 + spec)`` and recurrent
     ``(num_v_heads / TP) × head_v × head_k`` (``mamba_utils.py`` ``gated_delta_net_state_shape``, vLLM 0.32.0)."""
     nk, nv = arch.linear_num_key_heads or 0, arch.linear_num_value_heads or 0
     dk, dv = arch.linear_key_head_dim or 0, arch.linear_value_head_dim or 0
     conv_dim = dk * nk * 2 + dv * nv
     conv = conv_dim // tp * ((arch.linear_conv_kernel_dim or 4) - 1 + num_spec)
-    return conv * conv_b + nv // tp * dv * dk * ssm_b
+    return conv * conv_b, nv // tp * dv * dk * ssm_b
 
 
-def _mamba2_state_bytes(arch: ModelArchitecture, tp: int, conv_b: int, ssm_b: int, num_spec: int) -> int:
-    """Mamba2 state bytes: conv ``(expand × hidden + 2 × groups × d_state) / TP × (d_conv - 1 + spec)`` and temporal
+def _mamba2_state_parts(arch: ModelArchitecture, tp: int, conv_b: int, ssm_b: int,
+                        num_spec: int) -> tuple[int, int]:
+    """Mamba2 state bytes (conv, temporal): conv ``(expand × hidden + 2 × groups × d_state) / TP × (d_conv - 1 + spec)`` and temporal
     ``(heads / TP) × head_dim × d_state``; groups padded to a multiple of TP (``mamba_utils.py``
     ``mamba2_state_shape`` and ``extra_groups_for_head_shards``, vLLM 0.32.0)."""
     groups = arch.mamba_n_groups or 1
@@ -169,4 +172,4 @@ def _mamba2_state_bytes(arch: ModelArchitecture, tp: int, conv_b: int, ssm_b: in
     conv_dim = intermediate + 2 * groups * (arch.mamba_d_state or 0)
     conv = conv_dim // tp * ((arch.mamba_d_conv or 4) - 1 + num_spec)
     temporal = (arch.mamba_n_heads or 0) // tp * (arch.mamba_d_head or 0) * (arch.mamba_d_state or 0)
-    return conv * conv_b + temporal * ssm_b
+    return conv * conv_b, temporal * ssm_b
