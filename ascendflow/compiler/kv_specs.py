@@ -162,8 +162,8 @@ def _gdn_state_parts(arch: ModelArchitecture, tp: int, conv_b: int, ssm_b: int, 
 
 def _mamba2_state_parts(arch: ModelArchitecture, tp: int, conv_b: int, ssm_b: int,
                         num_spec: int) -> tuple[int, int]:
-    """Mamba2 state bytes (conv, temporal): conv ``(expand × hidden + 2 × groups × d_state) / TP × (d_conv - 1 + spec)`` and temporal
-    ``(heads / TP) × head_dim × d_state``; groups padded to a multiple of TP (``mamba_utils.py``
+    """Mamba2 state bytes (conv, temporal): conv ``(expand × hidden + 2 × groups × d_state) / TP × (d_conv - 1 +
+    spec)`` and temporal ``(heads / TP) × head_dim × d_state``; groups padded to a multiple of TP (``mamba_utils.py``
     ``mamba2_state_shape`` and ``extra_groups_for_head_shards``, vLLM 0.32.0)."""
     groups = arch.mamba_n_groups or 1
     if groups % tp:

@@ -38,6 +38,10 @@ QUANT_SCHEMES: dict[str, tuple[float, int]] = {
 }
 
 
+#: Model types whose decoder layers add pre- and post-feed-forward RMSNorms (vLLM ``gemma2.py``, ``gemma3.py``).
+_SANDWICH_NORM_MODELS = ("gemma2", "gemma3", "gemma3_text")
+
+
 @dataclass(frozen=True)
 class Tensor:
     """One weight tensor on a rank: ``rows × cols`` elements; ``kind`` decides its dtype under quantization.
@@ -145,6 +149,8 @@ def rank_tensors(a: ModelArchitecture, layout: Layout) -> Iterator[Tensor]:
         yield Tensor("norm", 1, a.hidden_size, "float")
     for layer in layout.layers:
         yield Tensor("input_layernorm+post_attention_layernorm", 2, a.hidden_size, "float")
+        if a.model_type in _SANDWICH_NORM_MODELS:  # gemma2.py / gemma3.py: pre_ and post_feedforward_layernorm
+            yield Tensor("pre_feedforward_layernorm+post_feedforward_layernorm", 2, a.hidden_size, "float")
         yield from _attention(a, layout.tp)
         yield from _mlp(a, layer, layout.tp, layout.ep)
 

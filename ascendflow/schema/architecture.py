@@ -135,8 +135,8 @@ class ModelArchitecture(BaseModel):
 
     @property
     def has_qk_norm(self) -> bool:
-        """Per-head RMSNorm on Q and K (Qwen3, Qwen3-MoE)."""
-        return self.model_type in ("qwen3", "qwen3_moe")
+        """Per-head RMSNorm on Q and K (Qwen3, Qwen3-MoE, Gemma-3)."""
+        return self.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text")
 
     def is_moe_layer(self, layer: int) -> bool:
         """Layer ``layer`` (0-based) has routed experts: MoE models after ``first_k_dense_replace`` dense layers."""
