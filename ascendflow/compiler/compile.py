@@ -195,7 +195,9 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         kv = kv_cache_plan(arch, kv_cache_bytes=kv_bytes, layers_on_device=len(layers),
                            tensor_parallel_size=par.tensor_parallel_size, kv_dtype=kv_dtype, block_size=block_size,
                            max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
-                           stage_layers=layers)
+                           stage_layers=layers, kernel_block_alignment=hw.kv_block_size_multiple,
+                           # vllm-ascend v0.23.0-v0.25.1rc1 patch_mamba_config.py: its own hybrid Mamba block rule
+                           hybrid_block_rule="ascend" if hw.kind == "npu" else "vllm")
         memory = MemoryPlan(device_total_bytes=device_total, requested_bytes=requested, weights_bytes=weights,
                             activation_bytes=activation, non_torch_bytes=non_torch, graph_bytes=graph_mem,
                             kv_cache_bytes=kv_bytes)

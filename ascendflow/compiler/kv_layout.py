@@ -165,7 +165,7 @@ def hybrid_block_size(specs: Sequence[LayerKV | None], rules: KVManagerRules) ->
         parts = max((s.state_parts for s in specs if s is not None and s.kind == "mamba"), key=sum)
         ssm, conv = max(parts), (min(parts) if len(parts) > 1 else 0)
         k_per_token = per_token if any(s.kind == "mla" for s in attn) else per_token // 2
-        kernel = rules.kernel_block_alignment
+        kernel = 128  # patch_mamba_config.py: kernel_block_size = 128 (AscendAttentionBackend kernel blocks)
         block = max(rules.block_size, kernel * _cdiv(ssm, kernel * k_per_token))
         return block, block * per_token + conv
     mamba_page = max(mamba)

@@ -116,7 +116,7 @@ def test_disable_hybrid_manager_treats_windows_as_full():
 def test_ascend_hybrid_rule_aligns_ssm_state_with_k_page_and_adds_conv():
     # vllm-ascend patch_mamba_config: K page per token 2 heads x 128 x 2 B = 512 B; recurrent state 524,288 B ->
     # block 128 x cdiv(524288, 128 x 512) = 1024; attention page 1024 x 1,024 B; Mamba page + conv 12,288 B.
-    p = plan("qwen3_next_bigstate", 64 * MIB, 1024, hybrid_block_rule="ascend", kernel_block_alignment=128)
+    p = plan("qwen3_next_bigstate", 64 * MIB, 1024, hybrid_block_rule="ascend", kernel_block_alignment=16)
     assert (p.block_size, p.mamba_page_bytes, p.bytes_per_block) == (1024, 1_048_576 + 12_288, 1_060_864)
 
 
