@@ -41,17 +41,30 @@ STARTED = [
     ("gemma3_5to1", 64 * MIB, 1024, 128, 19_784, 19.32),
     ("gemma3_5to1", 64 * MIB, 32768, 128, 77_852, 2.38),
     ("qwen3_next_3to1", 64 * MIB, 1024, 128, 37_449, 36.57),
-    ("qwen3_next_bigstate", 64 * MIB, 1024, 640, 13_056, 12.75),
-    ("granite_hybrid", 64 * MIB, 1024, 384, 29_098, 28.42),
-    ("gpt_oss", 64 * MIB, 1024, 128, 30_840, 30.12),
-    ("llama4_chunked", 64 * MIB, 1024, 128, 32_768, 32.0),
+    ("qwen3_next_3to1", 64 * MIB, 32768, 128, 64_035, 1.95),
+    ("qwen3_next_3to1", 2 * MIB, 1024, 128, 1_170, 1.14),
     ("gemma2_1to1", 64 * MIB, 1024, 128, 30_840, 30.12),
+    ("gemma2_1to1", 64 * MIB, 32768, 128, 57_852, 1.77),
+    ("qwen3_next_bigstate", 64 * MIB, 1024, 640, 13_056, 12.75),
+    ("qwen3_next_bigstate", 64 * MIB, 32768, 640, 57_626, 1.76),
+    ("granite_hybrid", 64 * MIB, 1024, 384, 29_098, 28.42),
+    ("granite_hybrid", 64 * MIB, 32768, 384, 117_619, 3.59),
+    ("gpt_oss", 64 * MIB, 1024, 128, 30_840, 30.12),
+    ("gpt_oss", 64 * MIB, 32768, 128, 57_852, 1.77),
+    ("llama4_chunked", 64 * MIB, 1024, 128, 32_768, 32.0),
+    ("llama4_chunked", 64 * MIB, 32768, 128, 93_727, 2.86),
 ]
 
-#: (model, kv_cache_memory_bytes, max_model_len, vLLM's "estimated maximum model length") -- measured refusals.
+#: (model, kv_cache_memory_bytes, max_model_len, vLLM's "estimated maximum model length"; 0: none printed) --
+#: measured refusals.
 REFUSED = [
     ("mistral_sw256", 2 * MIB, 1024, 768),
     ("gemma3_5to1", 2 * MIB, 1024, 512),
+    ("gemma2_1to1", 2 * MIB, 1024, 896),
+    ("qwen3_next_bigstate", 2 * MIB, 1024, 0),
+    ("granite_hybrid", 2 * MIB, 1024, 0),
+    ("gpt_oss", 2 * MIB, 1024, 896),
+    ("llama4_chunked", 2 * MIB, 1024, 896),
 ]
 
 
