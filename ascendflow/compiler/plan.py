@@ -69,10 +69,11 @@ class KVCachePlan(_Frozen):
 
     Attributes:
         block_size: tokens per block.
-        bytes_per_token: KV bytes one token takes on the device, over all its layers.
-        num_blocks: ``floor(kv_cache_bytes / (block_size × bytes_per_token))``.
-        tokens: the capacity vLLM logs (``KV cache size: N tokens``): ``int(num_blocks / ceil(max_model_len /
-            block_size) × max_model_len)`` (``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_capacity``).
+        bytes_per_token: pool bytes per token of a block, ``bytes_per_block / block_size`` (for models whose layers
+            all keep full-length KV: the KV bytes one token takes on the device, over all its layers).
+        num_blocks: ``floor(kv_cache_bytes / bytes_per_block)``.
+        tokens: the capacity vLLM logs (``KV cache size: N tokens``): ``int(num_blocks / blocks_per_request ×
+            max_model_len)`` (``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_capacity``, vLLM >= 0.20).
         max_concurrency: requests of ``max_model_len`` tokens that fit at once.
         attention: ``mha`` (incl. GQA/MQA) or ``mla``.
         dtype: KV storage dtype.
