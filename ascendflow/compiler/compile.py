@@ -197,7 +197,9 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                            max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
                            stage_layers=layers, kernel_block_alignment=hw.kv_block_size_multiple,
                            # vllm-ascend v0.23.0-v0.25.1rc1 patch_mamba_config.py: its own hybrid Mamba block rule
-                           hybrid_block_rule="ascend" if hw.kind == "npu" else "vllm")
+                           hybrid_block_rule="ascend" if hw.kind == "npu" else "vllm",
+                           # MambaModelConfig.verify_and_update_config: prefix caching on -> Mamba "align" mode
+                           mamba_cache_mode="none" if eng.enable_prefix_caching is False else "align")
         memory = MemoryPlan(device_total_bytes=device_total, requested_bytes=requested, weights_bytes=weights,
                             activation_bytes=activation, non_torch_bytes=non_torch, graph_bytes=graph_mem,
                             kv_cache_bytes=kv_bytes)
