@@ -16,7 +16,10 @@ choices of the model files:
 * Llama-4: chunked local attention on the RoPE layers (``no_rope_layers[i] == 1``) when ``attention_chunk_size`` is
   set (``vllm/model_executor/models/llama4.py`` ``Llama4Attention``).
 * Gemma-3n: the last ``num_kv_shared_layers`` layers reuse an earlier layer's KV and have no spec (``gemma3n.py``).
-* Gemma-4: full-attention layers use ``global_head_dim`` / ``num_global_key_value_heads`` when given.
+* Per-layer head size / KV heads: ``per_layer_config`` overrides (transformers >= 5 heterogeneous configs, read by
+  ``vllm/transformers_utils/model_arch_config_convertor.py``); else Gemma-4 full-attention layers use
+  ``global_head_dim`` (default 512) and, with ``attention_k_eq_v``, ``num_global_key_value_heads``
+  (transformers ``Gemma4TextConfig.__post_init__``; vLLM ``gemma4.py`` reads ``config.per_layer_config[i]``).
 * MLA (DeepSeek-V2/V3): one latent of ``kv_lora_rank + qk_rope_head_dim`` per token, one head, no V, not split
   by TP (``MLAAttentionSpec``).
 
@@ -124,10 +127,13 @@ def layer_kv_specs(
         per_token = (arch.kv_lora_rank + (arch.qk_rope_head_dim or 0)) * dtype
         return [LayerKV("mla", per_token)] * arch.num_hidden_layers
     kinds = layer_kinds(arch)
-    head = arch.attention_head_dim
-    local = 2 * max(1, arch.kv_heads // tp) * head * dtype
-    glob = 2 * max(1, (arch.num_global_key_value_heads or arch.kv_heads) // tp) * (arch.global_head_dim or head) \
-        * dtype
+    overrides = _per_layer_overrides(arch)
+
+    def per_token(layer: int) -> int:
+        o = overrides.get(layer, {})
+        heads = o.get("num_key_value_heads", arch.kv_heads)
+        return 2 * max(1, heads // tp) * o.get("head_dim", arch.attention_head_dim) * dtype
+
     conv_b = _dtype_bytes(mamba_cache_dtype, arch.torch_dtype)
     ssm_b = conv_b if mamba_ssm_cache_dtype == "auto" else DTYPE_BYTES[mamba_ssm_cache_dtype]
     shared_from = arch.num_hidden_layers - arch.num_kv_shared_layers
@@ -136,9 +142,9 @@ def layer_kv_specs(
         if i >= shared_from:
             specs.append(None)
         elif kind == "sliding_attention":
-            specs.append(LayerKV("sliding", local, window=arch.sliding_window))
+            specs.append(LayerKV("sliding", per_token(i), window=arch.sliding_window))
         elif kind == "chunked_attention":
-            specs.append(LayerKV("chunked", local, window=arch.attention_chunk_size))
+            specs.append(LayerKV("chunked", per_token(i), window=arch.attention_chunk_size))
         elif kind == "linear_attention" and not arch.mamba_n_heads:
             parts = _gdn_state_parts(arch, tp, conv_b, ssm_b, num_speculative_tokens)
             specs.append(LayerKV("mamba", state_bytes=sum(parts), state_parts=parts))
@@ -146,8 +152,20 @@ def layer_kv_specs(
             parts = _mamba2_state_parts(arch, tp, conv_b, ssm_b, num_speculative_tokens)
             specs.append(LayerKV("mamba", state_bytes=sum(parts), state_parts=parts, checkpoint_blocks=1))
         else:
-            specs.append(LayerKV("full", glob))
+            specs.append(LayerKV("full", per_token(i)))
     return specs
+
+
+def _per_layer_overrides(arch: ModelArchitecture) -> dict[int, dict]:
+    """Per-layer ``head_dim`` / ``num_key_value_heads`` overrides (see the module docstring)."""
+    if arch.per_layer_config is not None:
+        return {int(k): v for k, v in arch.per_layer_config.items()}
+    if not arch.model_type.startswith("gemma4") and arch.global_head_dim is None:
+        return {}
+    override = {"head_dim": arch.global_head_dim or 512}
+    if arch.attention_k_eq_v is not False and arch.num_global_key_value_heads is not None:
+        override["num_key_value_heads"] = arch.num_global_key_value_heads
+    return {i: override for i, kind in enumerate(layer_kinds(arch)) if kind == "full_attention"}
 
 
 def _gdn_state_parts(arch: ModelArchitecture, tp: int, conv_b: int, ssm_b: int, num_spec: int) -> tuple[int, int]:

@@ -79,6 +79,13 @@ ZOO: dict[str, tuple[str, str, dict]] = {
         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
         "attention_chunk_size": 256, "no_rope_layers": [1, 1, 1, 0], "num_local_experts": 2,
         "num_experts_per_tok": 1, "interleave_moe_layer_step": 1, "max_position_embeddings": 32768}),
+    # Gemma-4 text: sliding layers head_dim 128, full layers global_head_dim 256 -- two page sizes that vLLM unifies
+    # by doubling the sliding layers' block size (unify_kv_cache_spec_page_size).
+    "gemma4_mixed_heads": ("Gemma4TextConfig", "Gemma4ForCausalLM", {
+        **_TOKENS, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 6,
+        "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 128, "global_head_dim": 256,
+        "sliding_window": 256, "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+        "hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 49152, "max_position_embeddings": 32768}),
 }
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json")

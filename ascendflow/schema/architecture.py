@@ -58,9 +58,13 @@ class ModelArchitecture(BaseModel):
     attention_chunk_size: int | None = None
     no_rope_layers: tuple[int, ...] | None = None
     num_kv_shared_layers: int = 0
-    #: Gemma-4: full-attention layers use their own head size / KV heads.
+    #: Gemma-4: full-attention layers use their own head size / KV heads (transformers ``Gemma4TextConfig``:
+    #: ``global_head_dim`` defaults to 512; ``num_global_key_value_heads`` applies only with ``attention_k_eq_v``),
+    #: saved by transformers >= 5 as ``per_layer_config`` (``{"5": {"head_dim": 512}}``, HeterogeneousConfigMixin).
     global_head_dim: int | None = None
     num_global_key_value_heads: int | None = None
+    attention_k_eq_v: bool | None = None
+    per_layer_config: dict[str, dict[str, Any]] | None = None
     # Gated-DeltaNet linear attention (Qwen3-Next, Qwen3.5)
     linear_num_key_heads: int | None = None
     linear_num_value_heads: int | None = None
