@@ -86,6 +86,15 @@ ZOO: dict[str, tuple[str, str, dict]] = {
         "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 128, "global_head_dim": 256,
         "sliding_window": 256, "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
         "hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 49152, "max_position_embeddings": 32768}),
+    # Gemma-3n text: the last 2 of 6 layers reuse earlier layers' KV (num_kv_shared_layers) and keep no cache;
+    # per-layer intermediate_size is a list.
+    "gemma3n_kv_shared": ("Gemma3nTextConfig", "Gemma3nForCausalLM", {
+        **_TOKENS, "vocab_size_per_layer_input": 49152, "hidden_size": 256, "hidden_size_per_layer_input": 64,
+        "intermediate_size": [512] * 6, "num_hidden_layers": 6, "num_attention_heads": 4,
+        "num_key_value_heads": 1, "head_dim": 128, "sliding_window": 256,
+        "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+        "num_kv_shared_layers": 2, "activation_sparsity_pattern": [0.0] * 6, "laurel_rank": 16,
+        "altup_num_inputs": 2, "max_position_embeddings": 32768}),
 }
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json")
