@@ -33,7 +33,7 @@ layer-outer), HiSparse, hidden-state and EAGLE drafter groups, DCP sharding.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ascendflow.compiler.kv_specs import LayerKV
@@ -142,7 +142,6 @@ class KVLayout:
     needed_bytes: int
     estimated_max_model_len: int | None = None
     mamba_page_padded: int | None = None
-    notes: tuple[str, ...] = field(default=())
 
 
 def hybrid_block_size(specs: Sequence[LayerKV | None], rules: KVManagerRules) -> tuple[int, int | None]:

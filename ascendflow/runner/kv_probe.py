@@ -1,8 +1,9 @@
 """Start a vLLM engine once on a model, read back its KV cache plan (or its refusal), and stop it.
 
 Used by the KV-layout zoo test and ``scripts/bench_kv_zoo.py``: the engine's own numbers are the ground truth the
-compiler's layout model is checked against. The engine runs in a child process (``vllm.LLM`` offline, eager, a
-fixed ``kv_cache_memory_bytes``) so that a refusal or a crash cannot take the caller down.
+compiler's layout model is checked against. The engine runs in a child process (``vllm.LLM`` offline, eager, bf16, a
+fixed ``kv_cache_memory_bytes``, ``max_num_seqs`` 8: the KV plan does not depend on it) so that a refusal or a crash
+cannot take the caller down.
 """
 
 from __future__ import annotations
