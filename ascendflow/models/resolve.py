@@ -85,6 +85,10 @@ def resolve_model(model: ModelSpec, *, need_weights: bool,
         from ascendflow.models.smollm2 import ensure_smollm2
 
         return _local(ensure_smollm2(progress=progress), "model.path")
+    if model.source == "gemma3_gguf":
+        from ascendflow.models.gemma3_270m import ensure_gemma3_270m
+
+        return _local(ensure_gemma3_270m(progress=progress), "model.path")
     if model.source == "tiny_deepseek":
         from ascendflow.models.tiny_deepseek import ensure_tiny_deepseek
 

@@ -26,7 +26,8 @@ class ModelArchitecture(BaseModel):
     num_attention_heads: int = Field(ge=1)
     num_key_value_heads: int | None = Field(default=None, ge=1)
     head_dim: int | None = Field(default=None, ge=1)
-    intermediate_size: int | None = None
+    #: Gemma-3n gives one width per layer (a list); the weights pass reads :attr:`dense_intermediate_size`.
+    intermediate_size: int | tuple[int, ...] | None = None
     vocab_size: int = Field(ge=1)
     max_position_embeddings: int = Field(ge=1)
     tie_word_embeddings: bool = False
@@ -47,14 +48,74 @@ class ModelArchitecture(BaseModel):
     num_nextn_predict_layers: int | None = None
     topk_method: str | None = None
     attention_bias: bool = False
+    # Per-layer KV layout (ascendflow/compiler/kv_specs.py reads these; names as in the HF configs)
+    sliding_window: int | None = None
+    #: Qwen2/Qwen3: ``false`` switches ``sliding_window`` off (transformers ``Qwen2Config``).
+    use_sliding_window: bool | None = None
+    layer_types: tuple[str, ...] | None = None
+    sliding_window_pattern: int | None = None
+    full_attention_interval: int | None = None
+    attention_chunk_size: int | None = None
+    no_rope_layers: tuple[int, ...] | None = None
+    num_kv_shared_layers: int = 0
+    #: Gemma-4: full-attention layers use their own head size / KV heads (transformers ``Gemma4TextConfig``:
+    #: ``global_head_dim`` defaults to 512; ``num_global_key_value_heads`` applies only with ``attention_k_eq_v``),
+    #: saved by transformers >= 5 as ``per_layer_config`` (``{"5": {"head_dim": 512}}``, HeterogeneousConfigMixin).
+    global_head_dim: int | None = None
+    num_global_key_value_heads: int | None = None
+    attention_k_eq_v: bool | None = None
+    per_layer_config: dict[str, dict[str, Any]] | None = None
+    # Gated-DeltaNet linear attention (Qwen3-Next, Qwen3.5)
+    linear_num_key_heads: int | None = None
+    linear_num_value_heads: int | None = None
+    linear_key_head_dim: int | None = None
+    linear_value_head_dim: int | None = None
+    linear_conv_kernel_dim: int | None = None
+    # Mamba2 mixers (Granite-4.0-H, Bamba, NemotronH): ``layers_block_type`` marks ``mamba`` / ``attention``
+    layers_block_type: tuple[str, ...] | None = None
+    mamba_n_heads: int | None = None
+    mamba_d_head: int | None = None
+    mamba_d_state: int | None = None
+    mamba_n_groups: int | None = None
+    mamba_d_conv: int | None = None
+    mamba_expand: int | None = None
+    #: Raw ``vision_config`` of multimodal checkpoints (Qwen3-VL, Qwen2.5-VL, Gemma-3), kept for weight counting.
+    vision_config: dict[str, Any] | None = None
 
     @classmethod
     def from_hf_config(cls, config: Mapping[str, Any]) -> "ModelArchitecture":
-        """Build from a ``config.json`` dict; ``dtype`` (transformers >= 4.56) is read as ``torch_dtype``."""
+        """Build from a ``config.json`` dict; ``dtype`` (transformers >= 4.56) is read as ``torch_dtype``.
+
+        Multimodal configs that nest the language model under ``text_config`` (Qwen3-VL, Qwen2.5-VL, Gemma-3) are
+        flattened: the text model's fields win, ``architectures`` stays the outer one (what vLLM loads) and
+        ``vision_config`` is kept as a raw dict. This is what vLLM's ``ModelConfig.hf_text_config`` reads
+        (``vllm/transformers_utils/config.py`` ``get_hf_text_config``, vLLM 0.32.0).
+        """
         data = dict(config)
+        text = data.get("text_config")
+        if isinstance(text, Mapping):
+            outer = {k: v for k, v in data.items() if k not in ("text_config",)}
+            data = {**outer, **dict(text)}
+            data["architectures"] = outer.get("architectures", data.get("architectures", ()))
+            if "tie_word_embeddings" in outer:
+                data["tie_word_embeddings"] = outer["tie_word_embeddings"]
+            data.setdefault("torch_dtype", outer.get("torch_dtype") or outer.get("dtype"))
         dtype = data.get("torch_dtype") or data.get("dtype") or "bfloat16"
         data["torch_dtype"] = _DTYPE_NAMES.get(str(dtype).replace("torch.", ""), str(dtype))
         return cls.model_validate(data)
+
+    @property
+    def dense_intermediate_size(self) -> int | None:
+        """Widest dense MLP (Gemma-3n lists one width per layer; the others give one int)."""
+        if isinstance(self.intermediate_size, tuple):
+            return max(self.intermediate_size) if self.intermediate_size else None
+        return self.intermediate_size
+
+    def layer_intermediate_size(self, layer: int) -> int:
+        """MLP width of layer ``layer`` (0-based); 0 when the config gives none."""
+        if isinstance(self.intermediate_size, tuple):
+            return self.intermediate_size[layer]
+        return self.intermediate_size or 0
 
     @property
     def is_mla(self) -> bool:
@@ -78,8 +139,8 @@ class ModelArchitecture(BaseModel):
 
     @property
     def has_qk_norm(self) -> bool:
-        """Per-head RMSNorm on Q and K (Qwen3, Qwen3-MoE)."""
-        return self.model_type in ("qwen3", "qwen3_moe")
+        """Per-head RMSNorm on Q and K (Qwen3, Qwen3-MoE, Gemma-3)."""
+        return self.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text")
 
     def is_moe_layer(self, layer: int) -> bool:
         """Layer ``layer`` (0-based) has routed experts: MoE models after ``first_k_dense_replace`` dense layers."""

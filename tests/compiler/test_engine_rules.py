@@ -398,3 +398,14 @@ def test_graph_memory_estimates_against_public_logs():
     assert profiled == 49 * 2 * sum(sizes) * 2048 * 2 + 35 * 49 * 128 * 1024
     logged = (0.9200 - 0.8847) * 65_796_046_848
     assert -0.18 < (profiled - logged) / logged < -0.16
+
+
+def test_flagship_deepseek_w8a8_recipe_weights_and_kv_layers():
+    # vllm-ascend v0.23.0, TP4 × DP4, EP16, W8A8 + W8A8_DYNAMIC experts, MTP 1 layer: weights per die from the
+    # weight rules (bf16 kv_b_proj + W_UV/W_UK_T copies, the bf16 MTP draft decoder layer; MLAPO off outside PD decode
+    # nodes: attention/utils.py enabling_mlapo), and one more MLA KV layer for the draft (61 + 1).
+    _, plan = plan_for(["+recipe=deepseek_r1_a3_tp4dp4"])
+    assert plan.memory.weights_bytes == 49_107_670_675
+    assert [len(g["layers"]) for g in plan.kv_cache.groups] == [62]
+    assert plan.kv_cache.bytes_per_block == 62 * 576 * 2 * 128
+    assert plan.kv_cache.num_blocks == (plan.memory.kv_cache_bytes // plan.kv_cache.bytes_per_block) == 937

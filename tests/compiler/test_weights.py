@@ -6,9 +6,13 @@ import json
 import struct
 from pathlib import Path
 
+import pytest
+
 from ascendflow.compiler.weights import Layout, padded_vocab, pp_partition, rank_tensors, tensor_bytes, weight_bytes
+from ascendflow.models.gemma3_270m import ensure_gemma3_270m
 from ascendflow.models.smollm2 import ensure_smollm2
 from ascendflow.models.tiny_deepseek import TINY_DEEPSEEK_V3_CONFIG, ensure_tiny_deepseek
+from ascendflow.models.zoo import ensure_zoo_model
 from ascendflow.schema import ModelArchitecture
 
 QWEN3_30B_A3B = ModelArchitecture(model_type="qwen3_moe", hidden_size=2048, num_hidden_layers=48,
@@ -93,3 +97,17 @@ def test_quantized_linear_bytes_and_vocab_padding():
     embed = next(t for t in rank_tensors(QWEN3_30B_A3B, layout) if t.name == "embed_tokens")
     assert tensor_bytes(embed, "bfloat16", "W8A8", "W8A8") == 151936 * 2048 * 2  # FLOAT layer
     assert padded_vocab(49155) == 49216 and padded_vocab(151936) == 151936
+
+
+@pytest.mark.parametrize("name", ["mistral_sw256", "gemma2_1to1", "gemma3_5to1"])
+def test_sliding_window_zoo_models_match_their_checkpoints(name):
+    # Gemma-2/3 add pre/post feed-forward norms, Gemma-3 also per-head Q/K norms (vLLM gemma2.py, gemma3.py).
+    path = ensure_zoo_model(name)
+    a = _arch(path)
+    assert weight_bytes(a, _whole(a), dtype="bfloat16") == _checkpoint_bytes(path)
+
+
+def test_gemma3_270m_matches_its_checkpoint_byte_for_byte():
+    path = ensure_gemma3_270m()
+    a = _arch(path)
+    assert weight_bytes(a, _whole(a), dtype="bfloat16") == _checkpoint_bytes(path) == 536_196_352
