@@ -19,6 +19,7 @@ from ascendflow.compiler.plan import MemoryPlan, Plan, StagePlan, TargetPlan, Wo
 from ascendflow.compiler.rules import EngineRules, engine_rules
 from ascendflow.compiler.software import software_row
 from ascendflow.compiler.topology import check_parallel, place_nodes
+from ascendflow.compiler.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
 from ascendflow.compiler.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
@@ -78,6 +79,21 @@ def _explicit_kv(spec: RunSpec, rules: EngineRules, warnings: list[str]) -> int 
                           f"gpu_memory_utilization instead; drop it, or target hardware.software=vllm-ascend-0.19.1rc1 "
                           f"or later")
     return explicit
+
+
+def _vision_bytes(arch: ModelArchitecture, tp: int, dtype_bytes: int, warnings: list[str]) -> int:
+    """Vision-encoder weights on each rank of every PP stage (vLLM builds the tower on every stage;
+    :mod:`ascendflow.compiler.vision_weights`), 0 for text models. The encoder's share of the profile run needs the
+    processor's ``max_pixels`` (not in ``config.json``): not planned, said in a warning."""
+    if not arch.vision_config:
+        return 0
+    if arch.outer_model_type not in VISION_MODEL_TYPES:
+        warnings.append(f"vision encoder of model_type={arch.outer_model_type!r} not counted (planned for "
+                        f"{sorted(VISION_MODEL_TYPES)}): weights and KV are the language model's")
+        return 0
+    warnings.append("the vision encoder's share of vLLM's profile run (dummy images at max_pixels) is not in the "
+                    "activation estimate: set --limit-mm-per-prompt / mm_processor_kwargs on the node and calibrate")
+    return vision_weight_bytes(arch.vision_config, arch.outer_model_type, tp=tp, dtype_bytes=dtype_bytes)
 
 
 def _weight_rules(spec: RunSpec, rules: EngineRules, mtp_layers: int) -> EngineWeightRules:
@@ -185,6 +201,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     mtp_kv_layers = (arch.num_nextn_predict_layers or 0) if eng.num_speculative_tokens else 0
     weight_rules = _weight_rules(spec, rules, mtp_kv_layers)
 
+    vision = _vision_bytes(arch, par.tensor_parallel_size, DTYPE_BYTES[dtype], warnings)
     stages = pp_partition(arch.num_hidden_layers, par.pipeline_parallel_size)
     best = None
     stage_plans = []
@@ -194,7 +211,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                         layers=layers, pp=par.pipeline_parallel_size, dp=par.data_parallel_size)
         weights = checkpoint_bytes(checkpoint, arch, layout, dtype, weight_rules) if checkpoint else weight_bytes(
             arch, layout, dtype=dtype, linear_scheme=quant.linear_scheme, expert_scheme=quant.expert_scheme,
-            rules=weight_rules)
+            rules=weight_rules) + vision
+
         activation = activation_bytes(arch, layout, max_num_batched_tokens=max_num_batched_tokens,
                                       max_num_seqs=max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])
         graph_mem = graph_bytes(arch, layout, mode=graph.cudagraph_mode, capture_sizes=graph.capture_sizes,

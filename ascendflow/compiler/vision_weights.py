@@ -41,6 +41,8 @@ _DEFAULTS = {
     "qwen2_5_vl": {"in_channels": 3},
 }
 _FAMILY = {"qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl", "qwen2_5_vl": "qwen2_5_vl"}
+#: Top-level model types whose vision encoder is planned.
+VISION_MODEL_TYPES = frozenset(_FAMILY)
 
 
 def _config(vision_config: Mapping[str, Any], model_type: str) -> tuple[str, dict[str, Any]]:

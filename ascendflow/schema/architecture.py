@@ -81,6 +81,8 @@ class ModelArchitecture(BaseModel):
     mamba_expand: int | None = None
     #: Raw ``vision_config`` of multimodal checkpoints (Qwen3-VL, Qwen2.5-VL, Gemma-3), kept for weight counting.
     vision_config: dict[str, Any] | None = None
+    #: The checkpoint's top-level ``model_type`` when the language model was nested (``qwen3_vl``...), else "".
+    outer_model_type: str = ""
 
     @classmethod
     def from_hf_config(cls, config: Mapping[str, Any]) -> "ModelArchitecture":
@@ -97,6 +99,7 @@ class ModelArchitecture(BaseModel):
             outer = {k: v for k, v in data.items() if k not in ("text_config",)}
             data = {**outer, **dict(text)}
             data["architectures"] = outer.get("architectures", data.get("architectures", ()))
+            data["outer_model_type"] = outer.get("model_type", "")
             if "tie_word_embeddings" in outer:
                 data["tie_word_embeddings"] = outer["tie_word_embeddings"]
             data.setdefault("torch_dtype", outer.get("torch_dtype") or outer.get("dtype"))
@@ -140,7 +143,8 @@ class ModelArchitecture(BaseModel):
     @property
     def has_qk_norm(self) -> bool:
         """Per-head RMSNorm on Q and K (Qwen3, Qwen3-MoE, Gemma-3)."""
-        return self.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text")
+        return self.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_vl_text",
+                                   "qwen3_vl_moe_text")
 
     def is_moe_layer(self, layer: int) -> bool:
         """Layer ``layer`` (0-based) has routed experts: MoE models after ``first_k_dense_replace`` dense layers."""

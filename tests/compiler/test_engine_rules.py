@@ -6,6 +6,8 @@ from the upstream rule the row cites (vllm-project/vllm-ascend at the tag, vLLM 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ascendflow.compiler.graph import GraphContext, graph_plan, sample_sizes, stream_budget
@@ -409,3 +411,21 @@ def test_flagship_deepseek_w8a8_recipe_weights_and_kv_layers():
     assert [len(g["layers"]) for g in plan.kv_cache.groups] == [62]
     assert plan.kv_cache.bytes_per_block == 62 * 576 * 2 * 128
     assert plan.kv_cache.num_blocks == (plan.memory.kv_cache_bytes // plan.kv_cache.bytes_per_block) == 937
+
+
+# --- Multimodal checkpoints (text_config) --------------------------------------------------------------------------
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
+QWEN3_VL_LOCAL = ["hardware=atlas_800i_a2", "model=local", f"model.path={CONFIGS / 'qwen3_vl_8b'}",
+                  "engine.max_model_len=8192"]
+
+
+def test_qwen3_vl_checkpoint_plans_with_its_vision_encoder():
+    # Weights: language model + vision tower = 8,767,123,696 parameters (Hugging Face Hub count), bf16, TP1.
+    _, plan = plan_for(QWEN3_VL_LOCAL + ["graph=eager"])
+    assert plan.memory.weights_bytes == 2 * 8_767_123_696
+    assert any("vision encoder's share" in w for w in plan.warnings)
+    # Capture sizes of its language model: vllm-ascend #3927 (v0.11.0, TP2, non-AIV, 256 sequences), whole list.
+    _, plan = plan_for(QWEN3_VL_LOCAL + ["parallel=tp2", "graph=piecewise", "engine.max_num_seqs=256",
+                                         "hardware.software=vllm-ascend-0.11.0", "ascend.hccl_op_expansion_mode_aiv=false"])
+    assert plan.graph.capture_sizes == [1, 24, 56, 96, 136, 176, 208, 248, 288, 320, 360, 400, 440, 472, 512]

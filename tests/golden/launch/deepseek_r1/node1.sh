@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 5f7aca5a8fc4f2be: node 1 of 2 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan ac8fb7af4a9b0e73: node 1 of 2 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 1, devices [0, 1, 2, 3, 4, 5, 6, 7]. Generated: recompile instead of editing.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 4c1971b33b9c0119: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan 2e130bb280a2fd81: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 0, devices [0]. Generated: recompile instead of editing.
 set -euo pipefail
 

