@@ -164,6 +164,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     warnings += graph_warnings
     if eng.enforce_eager and not spec.graph.enforce_eager:
         warnings.append(f"engine.enforce_eager=true overrides graph={spec.graph.name}: no graph capture, no compile")
+    if spec.model.trust_remote_code:
+        warnings.append("model.trust_remote_code=true: vLLM runs the model repository's own Python code on every node")
 
     device_total = hw.device_memory_bytes or host_memory_bytes
     if device_total is None:
@@ -289,6 +291,7 @@ def _engine_args(spec: RunSpec, arch: ModelArchitecture, row: dict, *, model_pat
         "quantization": quantization,
         "seed": eng.seed,
         "enforce_eager": graph.enforce_eager or None,
+        "trust_remote_code": spec.model.trust_remote_code or None,  # off unless the config asks (plan warns)
     }
     if eng.num_speculative_tokens:
         args["speculative_config"] = {"method": eng.speculative_method or "deepseek_mtp",
