@@ -84,6 +84,9 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
 CLIENT_GRACE_AFTER_DEATH_S = 60
 #: Seconds between two ``/health`` probes while the benchmark runs.
 HEALTH_PROBE_S = 2
+#: Seconds of further probes after a benchmark with failed requests, before they are blamed on the requests: the API
+#: server needs a moment to notice its engine core died (vLLM's liveness monitor thread, core_client.py).
+FAILED_REQUESTS_RECHECK_S = 5
 
 
 def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Status, server: ManagedProcess,
@@ -107,7 +110,8 @@ def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
     with ManagedProcess(argv, env, log_path, spec.run.shutdown_grace_s) as client:
         last_probe = died_at = 0.0
         while client.returncode is None:
-            done = progress_from_log(log_path.read_text(errors="replace")) if log_path.exists() else done
+            # The last progress seen (the log's tail may later hold only the client's exit noise).
+            done = (progress_from_log(log_path.read_text(errors="replace")) if log_path.exists() else None) or done
             status(f"benchmark {done[0]}/{done[1]} requests" if done else "benchmark starting")
             now = time.monotonic()
             if down is None and now - last_probe >= HEALTH_PROBE_S:
@@ -118,14 +122,25 @@ def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
             if down is not None and now - died_at > CLIENT_GRACE_AFTER_DEATH_S:
                 break  # leaving the with-block stops the client
             time.sleep(1)
-    if down is None and client.returncode != 0:
-        down = engine_down(server, health_url)
-        stage = "benchmark" if done else "warm-up"
     benchmark = json.loads(result_path.read_text()) if result_path.exists() else None
+    if down is None:  # the client may have finished (its requests failing fast) before the next probe
+        down = engine_down(server, health_url)
+        for _ in range(FAILED_REQUESTS_RECHECK_S if benchmark and benchmark.get("failed") else 0):
+            if down is not None:
+                break
+            time.sleep(1)  # failed requests: give a dying engine a few seconds to show it
+            down = engine_down(server, health_url)
+        if down is not None and benchmark and not benchmark.get("failed") and client.returncode == 0:
+            stage = "shutdown"  # every request was answered; the engine died afterwards
+        elif down is not None:
+            stage = "benchmark" if done else "warm-up"
+    if down is not None and stage == "warm-up" and benchmark and benchmark.get("completed"):
+        stage = "benchmark"  # requests completed before the death: it was past the warm-up request
     if down is not None:
         counts = (f"; {benchmark.get('completed')} completed, {benchmark.get('failed')} failed, partial result kept "
                   f"in benchmark.json" if benchmark else "; the benchmark client wrote no result")
-        raise EngineDiedError(engine_failure(f"engine died during the {stage} ({down}{counts})", server.log_path),
+        when = "after the benchmark" if stage == "shutdown" else f"during the {stage}"
+        raise EngineDiedError(engine_failure(f"engine died {when} ({down}{counts})", server.log_path),
                               stage, benchmark)
     if client.returncode != 0 or benchmark is None:
         raise EngineStartError(engine_failure(f"vLLM's benchmark client failed with code {client.returncode}",
