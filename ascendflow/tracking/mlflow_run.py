@@ -152,17 +152,29 @@ class TrackedRun:
             return
         self.run_dir = self.run_dir or run_dir
 
-        def upload_and_end() -> None:
-            if run_dir is not None and run_dir.exists():
+        upload_error = None
+        if self.pending is None and run_dir is not None and run_dir.exists():
+            try:
                 self.client.log_artifacts(self.run_id, str(run_dir))
+            except Exception as exc:  # e.g. an unwritable artifact location: end the run, keep the files
+                upload_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+        def finish() -> None:
+            if upload_error:
+                with_retry(lambda: self.client.set_tag(self.run_id, "ascendflow.artifacts_error", upload_error))
             with_retry(lambda: self.client.set_terminated(self.run_id, status=status))
 
-        self._record("end", {"status": status}, upload_and_end)
-        if self.pending is not None:
-            from ascendflow import console
+        self._record("end", {"status": status}, finish)
+        from ascendflow import console
 
+        if self.pending is not None:
             console.fail_line(f"MLflow store not reachable ({self.outage}): run {self.run_id} is kept in {self.run_dir}"
                               f"; upload it with `python -m ascendflow.sync {self.run_dir}` (or the next run does)")
+        elif upload_error:
+            PendingRecord.start(self.run_dir, self.uri, self.run_id, upload_error).add("end", {"status": status})
+            console.fail_line(f"the run's files were not uploaded to MLflow ({upload_error}); run {self.run_id} ended "
+                              f"{status} and its files stay in {self.run_dir}; upload them with `python -m "
+                              f"ascendflow.sync {self.run_dir}` once the artifact location is writable")
 
     def ui_command(self) -> str | None:
         """The ``mlflow ui`` command that shows this run's store."""
