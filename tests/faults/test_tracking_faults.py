@@ -153,3 +153,14 @@ def test_an_unwritable_artifact_location_is_one_line_and_the_files_stay(tmp_path
     (run,) = mlflow_runs(mlflow_uri)
     assert run.info.status == "FINISHED"
     assert run.data.tags["ascendflow.artifacts_error"].startswith(("NotADirectoryError", "FileExistsError"))
+
+
+def test_a_sweep_that_raises_ends_its_parent_failed(tmp_path, mlflow_uri):
+    # HYDRA_FULL_ERROR=1 re-raises a job's error out of the sweep (Hydra raises it once the jobs returned); the parent
+    # is still ended.
+    proc = run_ascendflow(["-m", "run.mode=plan", "engine.max_model_len=9000,9999"], cwd=tmp_path,
+                          env={"MLFLOW_TRACKING_URI": mlflow_uri, "HYDRA_FULL_ERROR": "1"})
+    assert proc.returncode == 1 and "ConfigError" in proc.stderr
+    runs = mlflow_runs(mlflow_uri)
+    assert sorted((r.data.tags.get("ascendflow.sweep", "child"), r.info.status) for r in runs) == [
+        ("child", "FAILED"), ("child", "FAILED"), ("parent", "FAILED")]
