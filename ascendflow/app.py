@@ -58,7 +58,8 @@ def _scrub_hydra_copies(run_dir: Path, sweep_dir: Path | None, values: list[str]
     ``hydra.yaml`` and the sweep's ``multirun.yaml``."""
     if not values:
         return
-    scrub_dir(run_dir / ".hydra", values) if (run_dir / ".hydra").exists() else None
+    if (run_dir / ".hydra").exists():
+        scrub_dir(run_dir / ".hydra", values)
     if sweep_dir is not None and (sweep_dir / "multirun.yaml").exists():
         path = sweep_dir / "multirun.yaml"
         path.write_text(mask_text(path.read_text(), values))

@@ -73,8 +73,11 @@ class TrackedRun:
         if self.experiment_id is None:
             name = tracking.experiment_name or experiment
             self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir))
-            end_stale_runs(self.client)
-            sync_pending_under(outputs_dir, self.uri, self.client)
+            try:  # housekeeping of earlier runs never stops this one
+                end_stale_runs(self.client)
+                sync_pending_under(outputs_dir, self.uri, self.client)
+            except Exception:
+                pass
         run = with_retry(lambda: self.client.create_run(self.experiment_id, run_name=self._mask(run_name),
                                                         tags=tags))
         self.run_id = run.info.run_id

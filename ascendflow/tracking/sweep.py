@@ -177,7 +177,10 @@ class MlflowSweepCallback(Callback):
         choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
         experiment = tracking.experiment_name or choices.get("recipe") or "ascendflow"
         experiment_id = ensure_experiment(client, experiment, artifact_root(tracking, outputs))
-        end_stale_runs(client)
+        try:  # housekeeping of earlier runs never stops this sweep
+            end_stale_runs(client)
+        except Exception:
+            pass
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         env = OmegaConf.to_container(config.ascend.env, resolve=True) if OmegaConf.select(config, "ascend.env") \
             else {}
