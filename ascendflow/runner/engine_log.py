@@ -67,13 +67,12 @@ def _signal_name(number: int) -> str:
 
 
 def death_cause(text: str) -> str | None:
-    """Why the engine core died, when the log says it was killed or vanished (``None`` otherwise)."""
+    """Why the engine core died, when the log says it was killed by a signal or vanished while running (``None``
+    otherwise; a core that vanished during start-up is :func:`failure_cause`'s last resort, because vLLM logs the same
+    "Failed core proc(s): {}" after a real exception too)."""
     if m := _CORE_KILLED.search(text):
         return (f"engine core process {m.group(1)} was killed by {_signal_name(-int(m.group(2)))} (out-of-memory "
                 f"killer, or a person)")
-    if _CORE_VANISHED in text:
-        return ("the engine core process died during start-up without reporting an error (vLLM: \"Failed core "
-                "proc(s): {}\"; killed, or out of memory)")
     if _CORE_GONE in text:
         return ("the engine core process exited unexpectedly (vLLM: \"engine core exited unexpectedly\"; killed, or "
                 "out of memory)")
@@ -83,7 +82,8 @@ def death_cause(text: str) -> str | None:
 def failure_cause(text: str) -> str | None:
     """Why the engine failed: a killed or vanished engine core (:func:`death_cause`), else the first specific
     exception in the log (``ValueError: Available memory on node 0 ...``), skipping vLLM's wrappers ("Engine core
-    initialization failed", "EngineCore encountered an issue"...); ``None`` when there is none."""
+    initialization failed", "EngineCore encountered an issue"...), else a core that vanished during start-up;
+    ``None`` when there is none."""
     if cause := death_cause(text):
         return cause
     for line in text.splitlines():
@@ -91,8 +91,11 @@ def failure_cause(text: str) -> str | None:
         if m and not any(g in m.group(2) for g in (*_GENERIC, *_GENERIC_DEAD)):
             return f"{m.group(1)}: {m.group(2).strip()}"
     for line in reversed(text.splitlines()):
-        if "Address already in use" in line or "OSError" in line:
+        if ("Address already in use" in line or "OSError" in line) and not any(g in line for g in _GENERIC_DEAD):
             return line.strip()
+    if _CORE_VANISHED in text:
+        return ("the engine core process died during start-up without reporting an error (vLLM: \"Failed core "
+                "proc(s): {}\"; killed, or out of memory)")
     return None
 
 
