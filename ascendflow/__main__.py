@@ -1,7 +1,13 @@
-"""``python -m ascendflow``: the Hydra task. Composes the config and hands it to :func:`ascendflow.app.run_job`."""
+"""``python -m ascendflow``: the Hydra task. Composes the config and hands it to :func:`ascendflow.app.run_job`.
+
+Around Hydra: SIGTERM unwinds like Ctrl-C from the first instruction on (never lost inside an MLflow store call,
+``ascendflow.tracking.store.Terminated``), and a sweep interrupted or failing between jobs ends its parent MLflow run
+(KILLED on Ctrl-C/SIGTERM, exit 130; FAILED when the sweep itself raises, exit 1).
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import hydra
@@ -18,5 +24,30 @@ def main(cfg: DictConfig) -> float | None:
     return run_job(cfg)
 
 
+def cli() -> None:
+    """Run :func:`main` with SIGTERM handled and a sweep's parent run always ended."""
+    from ascendflow.tracking.store import Terminated, install_sigterm
+    from ascendflow.tracking.sweep import end_open_parent
+
+    install_sigterm()
+    try:
+        main()
+    except (KeyboardInterrupt, Terminated):
+        if end_open_parent("KILLED"):
+            print("interrupted: the sweep's parent MLflow run ended KILLED", file=sys.stderr)
+        else:
+            print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except SystemExit as exc:
+        if exc.code not in (0, None) and end_open_parent("FAILED"):
+            print("error: the sweep stopped; its parent MLflow run ended FAILED", file=sys.stderr)
+        raise
+    except BaseException:
+        end_open_parent("FAILED")
+        raise
+    # Hydra returned normally but a sweeper may have skipped on_multirun_end (it raised inside): end the parent.
+    end_open_parent("FAILED")
+
+
 if __name__ == "__main__":
-    main()
+    cli()

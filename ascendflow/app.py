@@ -27,17 +27,42 @@ from ascendflow.runner.versions import VersionMismatchError, verify_installed
 from ascendflow.schema import ConfigError, RunSpec, load_spec
 from ascendflow.schema.run import RunOptions
 from ascendflow.schema.tracking import TrackingSpec
+from ascendflow.schema.secrets import mask_env_config, mask_text, secret_values
 from ascendflow.tracking import TrackedRun
+from ascendflow.tracking.mlflow_run import bench_metrics
+from ascendflow.tracking.pending import scrub_dir
+from ascendflow.tracking.store import Terminated, install_sigterm
 from ascendflow.tracking.objective import objective
 from ascendflow.tracking.sweep import end_parent, job_run_name, read_sweep, refuse_parallel_engines
 
 
-class _Terminated(Exception):
-    """SIGTERM received: unwinds like Ctrl-C so every child is stopped and the run is ended."""
+def _secrets(cfg: DictConfig) -> tuple[dict[str, str], list[str]]:
+    """Secret values of this job, ``{name: value}``: secret ``ascend.env`` entries (``ascendflow.schema.secrets``) and
+    the API key named by ``run.api_key_env`` when it is set in the environment; and the names marked secret."""
+    env = OmegaConf.select(cfg, "ascend.env", default=None)
+    marked = OmegaConf.select(cfg, "ascend.secret_env", default=None)
+    try:
+        env = OmegaConf.to_container(env, resolve=True) if env is not None else {}
+        marked = [str(m) for m in OmegaConf.to_container(marked, resolve=True)] if marked is not None else []
+    except Exception:  # unresolvable values are reported by load_spec
+        env, marked = {}, []
+    values = secret_values(env if isinstance(env, dict) else {}, marked)
+    key_env = OmegaConf.select(cfg, "run.api_key_env", default=None)
+    if isinstance(key_env, str) and os.environ.get(key_env):
+        values[key_env] = os.environ[key_env]
+    return values, marked
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise _Terminated(f"signal {signum}")
+def _scrub_hydra_copies(run_dir: Path, sweep_dir: Path | None, values: list[str]) -> None:
+    """Mask secret values in what Hydra wrote before the job started: ``.hydra/config.yaml``, ``overrides.yaml``,
+    ``hydra.yaml`` and the sweep's ``multirun.yaml``."""
+    if not values:
+        return
+    if (run_dir / ".hydra").exists():
+        scrub_dir(run_dir / ".hydra", values)
+    if sweep_dir is not None and (sweep_dir / "multirun.yaml").exists():
+        path = sweep_dir / "multirun.yaml"
+        path.write_text(mask_text(path.read_text(), values))
 
 
 def _tracking_settings(cfg: DictConfig) -> TrackingSpec:
@@ -80,17 +105,22 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
     recipe = choices.get("recipe")
     name = (job_run_name(list(hc.overrides.task), sweep.get("swept_keys", [])) if sweep and hc.overrides.task else
             "-".join(str(choices.get(g, "?")) for g in ("model", "hardware", "parallel")))
+    secrets, marked = _secrets(cfg)
+    _scrub_hydra_copies(run_dir, Path(hc.sweep.dir).resolve() if multirun else None, list(secrets.values()))
     try:
         tracked = TrackedRun(
             _tracking_settings(cfg), Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=name[:250],
-            tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}}, sweep=sweep)
+            tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}}, sweep=sweep,
+            run_dir=run_dir, secrets=list(secrets.values()))
+    except ConfigError as exc:  # a deleted experiment: nothing was recorded, nothing started
+        return _fail(None, run_dir, exc, multirun, _run_options(cfg))
     except Exception as exc:  # an unusable store: nothing was recorded, nothing started
         return _fail(None, run_dir, ConfigError("tracking.tracking_uri", _store_uri(cfg),
                                                 f"cannot be used as an MLflow store ({type(exc).__name__}: "
                                                 f"{str(exc).splitlines()[0][:200]}); use an absolute "
                                                 f"sqlite:///<path>.db or an http(s) server"), multirun,
                      _run_options(cfg))
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = install_sigterm()
     spec = None
     try:
         try:
@@ -103,7 +133,8 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         if multirun:
             refuse_parallel_engines(hc.launcher, mode)
         tracked.set_tags({"run.mode": mode, "run_dir": str(run_dir)})
-        tracked.log_params(spec.model_dump(mode="json"))
+        tracked.log_params(mask_env_config(spec.model_dump(mode="json"), marked))
+        _check_api_key(spec, mode)
         with console.step(f"model {spec.model.name}") as update:
             model = resolve_model(spec.model, need_weights=mode in ("serve", "offline"), progress=update)
         plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
@@ -112,18 +143,18 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics(_plan_metrics(plan))
-        outcome = _execute(mode, plan, spec, run_dir)
+        outcome = _execute(mode, plan, spec, run_dir, secrets)
         record = result_record(plan, outcome)
         write_json(run_dir / "result.json", record)
         tracked.log_metrics({**_plan_metrics(plan), **record["metrics"]})
-        _check_completed(mode, record)
+        _check_requests(mode, record, spec.run, tracked)
         tracked.end("FINISHED", run_dir)
         console.memory_waterfall(plan.memory.model_dump(), kv_capacity_line(plan))
         console.summary(f"ascendflow · {mode} · plan {plan.plan_hash}", summary_rows(plan, record, written),
                         _footer(tracked, run_dir))
         console.warn_lines(plan.warnings)
         return objective(spec.run, record["metrics"]) if mode != "plan" else None
-    except (KeyboardInterrupt, _Terminated):
+    except (KeyboardInterrupt, Terminated):
         tracked.set_tags({"error": "interrupted"})
         tracked.end("KILLED", run_dir)
         if sweep:
@@ -137,16 +168,46 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
 
 
 class RunFailedError(RuntimeError):
-    """The engine ran but the workload did not: no request completed."""
+    """The engine ran but the workload did not: no request completed, or more failed than ``run.max_failed_fraction``
+    allows."""
 
 
-def _check_completed(mode: str, record: dict[str, Any]) -> None:
+def _check_requests(mode: str, record: dict[str, Any], run: RunOptions, tracked: TrackedRun) -> None:
+    """Failed benchmark requests never pass silently: tag ``failed_requests=<failed>/<total>``; fail the run above
+    ``run.max_failed_fraction``, else warn.
+
+    Raises:
+        RunFailedError: no request completed, or the failed share exceeds ``run.max_failed_fraction``.
+    """
     if mode == "plan":
         return
     bench = record["benchmark"]
-    if not bench.get("completed"):
-        raise RunFailedError(f"no request completed ({bench.get('failed', '?')} failed); see bench.log / "
-                             f"engine.log in the run directory (requests longer than max_model_len are rejected)")
+    completed, failed = int(bench.get("completed") or 0), int(bench.get("failed") or 0)
+    hint = ("see bench.log / engine.log in the run directory (requests longer than max_model_len are rejected)")
+    if not completed:
+        raise RunFailedError(f"no request completed ({bench.get('failed', '?')} failed); {hint}")
+    if not failed:
+        return
+    total = completed + failed
+    tracked.set_tags({"failed_requests": f"{failed}/{total}"})
+    line = f"{failed} of {total} benchmark requests failed"
+    if failed / total > run.max_failed_fraction:
+        raise RunFailedError(f"{line} (above run.max_failed_fraction={run.max_failed_fraction:g}); {hint}; raise "
+                             f"run.max_failed_fraction to accept it")
+    console.warn_lines([f"{line} (within run.max_failed_fraction={run.max_failed_fraction:g}): throughput counts "
+                        f"the completed ones; the sweep objective is scaled by {completed}/{total}"])
+
+
+def _check_api_key(spec: RunSpec, mode: str) -> None:
+    """Refuse to start an engine whose API key variable is unset.
+
+    Raises:
+        ConfigError: ``run.api_key_env`` names a variable that is not set (serve and offline modes).
+    """
+    name = spec.run.api_key_env
+    if name and mode != "plan" and not os.environ.get(name):
+        raise ConfigError("run.api_key_env", name, f"the variable is not set; export {name}=<key> before the run "
+                                                   f"(its value is never written)")
 
 
 #: Exit codes of a single run: bad input, and failures of the run itself (engine, model, versions).
@@ -170,6 +231,8 @@ def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: b
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "error.txt").write_text(message + "\n" + ("" if known else traceback.format_exc()))
     if tracked is not None:
+        if getattr(exc, "benchmark", None):  # the engine died: the partial benchmark's counts and rates
+            tracked.log_metrics(bench_metrics(exc.benchmark))
         tracked.set_tags({"error": message.splitlines()[0][:500] if message else type(exc).__name__})
         tracked.end("FAILED", run_dir)
     if os.environ.get("HYDRA_FULL_ERROR") == "1" or (not known and not multirun):
@@ -180,15 +243,15 @@ def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: b
     sys.exit(EXIT_BAD_INPUT if isinstance(exc, ConfigError) else EXIT_RUN_FAILED)
 
 
-def _execute(mode: str, plan: Plan, spec: RunSpec, run_dir: Path) -> dict[str, Any]:
+def _execute(mode: str, plan: Plan, spec: RunSpec, run_dir: Path, secrets: dict[str, str]) -> dict[str, Any]:
     if mode == "plan":
         return {}
     verify_installed(plan.target.engine)
     if mode == "serve":
         with console.step("serve + benchmark (vLLM server, vLLM's benchmark client)") as update:
-            return serve_and_benchmark(plan, spec, run_dir, update)
+            return serve_and_benchmark(plan, spec, run_dir, update, secrets)
     with console.step("offline generation (vllm.LLM)") as update:
-        return run_offline(plan, spec, run_dir, update)
+        return run_offline(plan, spec, run_dir, update, secrets)
 
 
 def _plan_metrics(plan: Plan) -> dict[str, float]:

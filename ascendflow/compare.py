@@ -38,7 +38,17 @@ def find_parent(client, target: str | None):
         CompareError: nothing matches.
     """
     if target and re.fullmatch(r"[0-9a-f]{32}", target):
-        return client.get_run(target)
+        from mlflow.exceptions import MlflowException
+
+        try:
+            run = client.get_run(target)
+        except MlflowException:
+            raise CompareError(f"no run {target} in this store (pass a sweep's parent run id or an experiment "
+                               f"name)") from None
+        if run.data.tags.get("ascendflow.sweep") != "parent":
+            raise CompareError(f"run {target} is not a sweep's parent run; pass the parent's id (tag "
+                               f"ascendflow.sweep=parent) or an experiment name")
+        return run
     if target:
         exp = client.get_experiment_by_name(target)
         if exp is None:
@@ -52,6 +62,23 @@ def find_parent(client, target: str | None):
         raise CompareError(f"no sweep (multirun parent run) found{' in ' + target if target else ''}; run "
                            "`python -m ascendflow -m ...` first")
     return parents[0]
+
+
+def swept_columns(columns: list[str], swept: list[str], varies) -> list[str]:
+    """The run columns that show what a sweep varied: for a config group (``graph=eager,compiled``) its choice tag
+    (``tags.choice.graph``); for a key, its param, or for a dict-valued key (``ascend.env={...}``) every param under
+    it; only those that vary across runs (``varies(column)``). Without swept keys: every varying param."""
+    params = [c for c in columns if c.startswith("params.")]
+    if not swept:
+        return [c for c in params if varies(c)]
+    out: list[str] = []
+    for key in swept:
+        if f"tags.choice.{key}" in columns:
+            found = [f"tags.choice.{key}"]
+        else:
+            found = [c for c in params if c == f"params.{key}" or c.startswith(f"params.{key}.")]
+        out += [c for c in found if c not in out and varies(c)]
+    return out
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[int]:
@@ -83,11 +110,11 @@ def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) 
     if runs.empty:
         raise CompareError(f"sweep {parent.info.run_id} has no child runs")
     swept = [k for k in parent.data.tags.get("sweep.keys", "").split(",") if k]
-    params = [c for c in runs.columns if c.startswith("params.") and runs[c].nunique(dropna=False) > 1
-              and (not swept or c.removeprefix("params.") in swept)]
+    columns = swept_columns(list(runs.columns), swept, lambda c: runs[c].nunique(dropna=False) > 1)
     metrics = [f"metrics.{m}" for m in METRICS if f"metrics.{m}" in runs.columns]
-    table = runs[["tags.mlflow.runName", "status", *params, *metrics]].rename(
-        columns=lambda c: c.removeprefix("params.").removeprefix("metrics.").replace("tags.mlflow.runName", "run"))
+    table = runs[["tags.mlflow.runName", "status", *columns, *metrics]].rename(
+        columns=lambda c: c.removeprefix("params.").removeprefix("metrics.").removeprefix("tags.choice.")
+        .replace("tags.mlflow.runName", "run"))
 
     out_dir = out_dir or Path.cwd() / "outputs" / "compare" / parent.info.run_id
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -131,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         table, csv, png = compare(args.target, args.tracking_uri or default_tracking_uri(), args.out)
     except CompareError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+        print(f"error: {exc}", file=sys.stderr)  # one line, never wrapped
         return 2
     view = Table(title="sweep comparison", title_justify="left")
     for column in table.columns:

@@ -24,11 +24,8 @@ $PIP uninstall -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 [ -x .venv-msmodelslim/bin/python ] || "$PYTHON" -m venv .venv-msmodelslim
 .venv-msmodelslim/bin/python -m pip install 'msmodelslim==26.1.0' 'torch==2.13.0' 'transformers==5.19.0'
 
-# Headless Chromium (Debian package) for tests/e2e/test_mlflow_ui.py, which renders the real MLflow UI of a sweep.
-if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
-fi
+# Headless Chromium for tests/e2e/test_mlflow_ui.py (optional for users; never fails the set-up).
+bash scripts/install_browser.sh
 
 # Check: the engine, the tokenizer stack and the model package import.
 .venv/bin/python - <<'PY'

@@ -191,6 +191,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     warnings += graph_warnings
     if eng.enforce_eager and not spec.graph.enforce_eager:
         warnings.append(f"engine.enforce_eager=true overrides graph={spec.graph.name}: no graph capture, no compile")
+    if spec.model.trust_remote_code:
+        warnings.append("model.trust_remote_code=true: vLLM runs the model repository's own Python code on every node")
 
     requested = int(device_total * eng.gpu_memory_utilization)
     _check_startup_memory(spec, rules, device_total, requested)
@@ -347,6 +349,7 @@ def _engine_args(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, *, 
         "quantization": quantization,
         "seed": eng.seed,
         "enforce_eager": graph.enforce_eager or None,
+        "trust_remote_code": spec.model.trust_remote_code or None,  # off unless the config asks (plan warns)
     }
     if eng.num_speculative_tokens:
         args["speculative_config"] = {"method": eng.speculative_method or "deepseek_mtp",

@@ -7,7 +7,13 @@ scripts refuse to start until they are set (``${VAR:?...}``), so no placeholder 
 from __future__ import annotations
 
 from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.secrets import env_ref, is_secret
 from ascendflow.schema.spec import RunSpec
+
+#: vLLM reads the server's API key from this variable as from ``--api-key`` (``vllm/envs.py`` ``VLLM_API_KEY``;
+#: ``vllm/entrypoints/serve/middleware/register.py``, vLLM 0.32.0: ``args.api_key or [envs.VLLM_API_KEY]``), so the
+#: key never appears on a command line or in a file.
+API_KEY_ENV = "VLLM_API_KEY"
 
 NIC_REF = "${ASCENDFLOW_NIC}"
 
@@ -19,7 +25,23 @@ def node_address(spec: RunSpec, node: int) -> str:
 
 
 def common_env(spec: RunSpec, *, graphs_on: bool) -> dict[str, str]:
-    """Environment shared by every node.
+    """Environment shared by every node: :func:`_kind_env`, secret values replaced by ``${NAME}`` references, and
+    ``VLLM_API_KEY=${<run.api_key_env>}`` when an API key is asked for (the launch script refuses to start while a
+    referenced variable is unset).
+
+    Raises:
+        ConfigError: see :func:`_kind_env`.
+    """
+    env = _kind_env(spec, graphs_on=graphs_on)
+    marked = spec.ascend.secret_env
+    env = {k: env_ref(k) if is_secret(k, marked) and k in spec.ascend.env else v for k, v in env.items()}
+    if spec.run.api_key_env:
+        env[API_KEY_ENV] = env_ref(spec.run.api_key_env)
+    return env
+
+
+def _kind_env(spec: RunSpec, *, graphs_on: bool) -> dict[str, str]:
+    """Environment shared by every node, per hardware kind.
 
     Raises:
         ConfigError: ``ASCEND_LAUNCH_BLOCKING=1`` with graph capture on (rejected by vllm-ascend), or node addresses

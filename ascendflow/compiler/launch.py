@@ -22,7 +22,8 @@ SERVE_PREFIX = {
     "gpu": ["vllm", "serve"],
 }
 
-_REF = re.compile(r"\$\{(ASCENDFLOW_[A-Z0-9_]+)\}")
+#: Launch-time references: ``${ASCENDFLOW_*}`` values the config did not give, and ``${NAME}`` secrets.
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: What each launch-time reference stands for, in config terms.
 _REF_HINTS = {
     "ASCENDFLOW_NODE": "or give parallel.node_addresses in the config",
@@ -77,6 +78,8 @@ def _required_refs(texts: list[str]) -> list[str]:
 
 def _ref_hint(ref: str) -> str:
     key = "ASCENDFLOW_NODE" if re.fullmatch(r"ASCENDFLOW_NODE\d+_IP", ref) else ref
+    if not key.startswith("ASCENDFLOW_"):
+        return "a secret or API key: export it on the node; ascendflow never writes its value"
     return _REF_HINTS.get(key, "see the plan's warnings")
 
 

@@ -46,16 +46,59 @@ _EXCEPTION = re.compile(r"\b((?:[A-Z]\w*)?(?:Error|Exception)): (.+)$")
 _GENERIC = ("Engine core initialization failed", "Worker failed with error", "please check the stack trace")
 
 
+#: A process of the engine killed by a signal. vllm/v1/engine/utils.py (0.32.0) ``wait_for_engine_startup``:
+#: "Failed core proc(s): {'EngineCore_DP0': -9}" (multiprocessing exit codes: -N = signal N).
+_CORE_KILLED = re.compile(r"Failed core proc\(s\): \{'([^']+)': (-\d+)")
+#: The same message with no failed process recorded: the core vanished before reporting (measured here: a core
+#: SIGKILLed during start-up logs "Failed core proc(s): {}" and no other exception).
+_CORE_VANISHED = "Failed core proc(s): {}"
+#: vllm/v1/engine/core_client.py (0.32.0) ``MPClient`` liveness monitor, once the engine runs.
+_CORE_GONE = "engine core exited unexpectedly"
+#: vLLM's wrapper for a dead engine (vllm/v1/engine/exceptions.py ``EngineDeadError``): points back at the cause.
+_GENERIC_DEAD = ("EngineCore encountered an issue",
+                 # vllm/utils/system_utils.py set_ulimit's warning quotes an OSError it did not hit
+                 "Consider increasing with ulimit")
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def death_cause(text: str) -> str | None:
+    """Why the engine core died, when the log says it was killed by a signal or vanished while running (``None``
+    otherwise; a core that vanished during start-up is :func:`failure_cause`'s last resort, because vLLM logs the same
+    "Failed core proc(s): {}" after a real exception too)."""
+    if m := _CORE_KILLED.search(text):
+        return (f"engine core process {m.group(1)} was killed by {_signal_name(-int(m.group(2)))} (out-of-memory "
+                f"killer, or a person)")
+    if _CORE_GONE in text:
+        return ("the engine core process exited unexpectedly (vLLM: \"engine core exited unexpectedly\"; killed, or "
+                "out of memory)")
+    return None
+
+
 def failure_cause(text: str) -> str | None:
-    """The first specific exception in an engine log (``ValueError: Available memory on node 0 ...``), skipping vLLM's
-    wrappers ("Engine core initialization failed"...); ``None`` when there is none."""
+    """Why the engine failed: a killed or vanished engine core (:func:`death_cause`), else the first specific
+    exception in the log (``ValueError: Available memory on node 0 ...``), skipping vLLM's wrappers ("Engine core
+    initialization failed", "EngineCore encountered an issue"...), else a core that vanished during start-up;
+    ``None`` when there is none."""
+    if cause := death_cause(text):
+        return cause
     for line in text.splitlines():
         m = _EXCEPTION.search(line)
-        if m and not any(g in m.group(2) for g in _GENERIC):
+        if m and not any(g in m.group(2) for g in (*_GENERIC, *_GENERIC_DEAD)):
             return f"{m.group(1)}: {m.group(2).strip()}"
     for line in reversed(text.splitlines()):
-        if "Address already in use" in line or "OSError" in line:
+        if ("Address already in use" in line or "OSError" in line) and not any(g in line for g in _GENERIC_DEAD):
             return line.strip()
+    if _CORE_VANISHED in text:
+        return ("the engine core process died during start-up without reporting an error (vLLM: \"Failed core "
+                "proc(s): {}\"; killed, or out of memory)")
     return None
 
 

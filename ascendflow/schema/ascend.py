@@ -52,6 +52,10 @@ class AscendSpec(Spec):
         hccl_connect_timeout_s / hccl_exec_timeout_s: ``HCCL_CONNECT_TIMEOUT`` / ``HCCL_EXEC_TIMEOUT`` (120–600 s).
         enable_sequence_parallelism: vLLM's sequence-parallel pass (capture sizes must be multiples of TP).
         env: further environment variables for every node (``ASCEND_LAUNCH_BLOCKING=1`` is refused with graphs).
+            Names must be valid for bash and MLflow (``ascendflow.schema.secrets.ENV_NAME``). Values of secret-looking
+            names (``*_TOKEN``, ``*_KEY``, ``*PASSWORD*``..., ``ascendflow.schema.secrets.SECRET_NAME``) and of names in
+            ``secret_env`` are never written: plans and launch scripts reference ``${NAME}``, records show ``***``.
+        secret_env: further names of ``env`` (or of the launch environment) to treat as secret.
     """
 
     name: str = "default"
@@ -63,3 +67,4 @@ class AscendSpec(Spec):
     hccl_exec_timeout_s: int = Field(default=300, ge=1)
     enable_sequence_parallelism: bool = False
     env: dict[str, EnvValue] = Field(default_factory=dict)
+    secret_env: list[str] = Field(default_factory=list)

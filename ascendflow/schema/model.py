@@ -24,6 +24,8 @@ class ModelSpec(Spec):
             (no hub access here: never downloaded).
         path: model directory for ``source=local`` (absolute, or relative to the working directory).
         architecture: optional inline values of the model's ``config.json`` (used to plan without the weights).
+        trust_remote_code: let vLLM run the model repository's own Python code (``--trust-remote-code``); off unless
+            the config asks, and the plan warns when it is on.
     """
 
     name: str
@@ -31,6 +33,7 @@ class ModelSpec(Spec):
     source: Literal["smollm2_gguf", "gemma3_gguf", "tiny_deepseek", "smollm2_w8a8", "local", "hub"]
     path: str | None = None
     architecture: dict[str, Any] | None = None
+    trust_remote_code: bool = False
 
     @model_validator(mode="after")
     def _path_only_where_used(self) -> "ModelSpec":

@@ -23,6 +23,13 @@ class RunOptions(Spec):
         objective: what the job returns to a sweeper: ``output_throughput`` (tokens/s, to maximise) or
             ``throughput_and_p99_ttft`` (tokens/s up, p99 TTFT in ms down; for multi-objective search).
         slo_p99_ttft_ms: p99 TTFT limit in ms; a job above it (or failed) scores 0 tokens/s so searches move away.
+        max_failed_fraction: largest share of failed benchmark requests a run may have and still end FINISHED (with a
+            warning and the ``failed_requests`` tag); above it the run ends FAILED (exit 1) and scores the failed-job
+            objective. Default 0: any failed request fails the run.
+        api_key_env: name of the environment variable holding the server's API key. Launch scripts and local runs
+            give it to vLLM as ``VLLM_API_KEY`` (read like ``--api-key``, ``vllm/entrypoints/serve/middleware/
+            register.py``) and the benchmark client sends it (``OPENAI_API_KEY``); its value is never written.
+            ``None``: no key (local runs bind ``host``, 127.0.0.1 by default).
     """
 
     mode: Literal["auto", "plan", "serve", "offline"] = "auto"
@@ -33,3 +40,5 @@ class RunOptions(Spec):
     shutdown_grace_s: float = Field(default=20, gt=0)
     objective: Literal["output_throughput", "throughput_and_p99_ttft"] = "output_throughput"
     slo_p99_ttft_ms: float | None = Field(default=None, gt=0)
+    max_failed_fraction: float = Field(default=0.0, ge=0, le=1)
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

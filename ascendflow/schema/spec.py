@@ -16,6 +16,7 @@ from ascendflow.schema.model import ModelSpec
 from ascendflow.schema.parallel import ParallelSpec
 from ascendflow.schema.quantization import QuantizationSpec
 from ascendflow.schema.run import RunOptions
+from ascendflow.schema.secrets import check_env_names
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.schema.workload import WorkloadSpec
 
@@ -47,6 +48,8 @@ def load_spec(config: Mapping[str, Any]) -> RunSpec:
     Raises:
         ConfigError: the first broken rule, as ``<dotted.key>=<value>: <rule>``.
     """
+    ascend = config.get("ascend")
+    check_env_names(ascend.get("env") if isinstance(ascend, Mapping) else None)
     try:
         return RunSpec.model_validate(dict(config))
     except ValidationError as exc:

@@ -1,14 +1,22 @@
-"""One MLflow run per job: started before validation, always ended (FINISHED, or FAILED with its logs)."""
+"""One MLflow run per job: started before validation, always ended (FINISHED, or FAILED with its logs).
+
+If the store becomes unreachable after the run was created, the run goes on: what could not be recorded is kept in
+``<run_dir>/mlflow_pending.json`` beside the results, and ``python -m ascendflow.sync`` (or the next run on this
+store) uploads it (:mod:`ascendflow.tracking.pending`).
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
+from ascendflow.schema.secrets import MASK, mask_text
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking.flatten import flatten_params, numeric_metrics
-from ascendflow.tracking.store import artifact_root, ensure_experiment, tracking_uri, with_retry
+from ascendflow.tracking.pending import PendingRecord, scrub_dir, sync_pending_under
+from ascendflow.tracking.stale import end_stale_runs, process_tags
+from ascendflow.tracking.store import artifact_root, ensure_experiment, open_client, tracking_uri, with_retry
 from ascendflow.tracking.versions import version_tags
 
 #: Benchmark keys logged as metrics (vllm/benchmarks/serve.py result dict): throughput in req/s and tokens/s,
@@ -31,32 +39,47 @@ class TrackedRun:
         tags: extra tags (``run.mode``, Hydra choices...).
         sweep: the multirun's parent (``{"run_id", "experiment_id", "tracking_uri"}``): the run is created in its
             experiment and store, nested under it (``mlflow.parentRunId``).
+        run_dir: the job's directory (pending records and artifacts).
+        secrets: secret values, masked in tags and scrubbed from every file before upload.
+
+    Raises:
+        ConfigError: the experiment was deleted. Other store errors propagate (nothing was recorded).
     """
 
     def __init__(self, tracking: TrackingSpec, outputs_dir: Path, experiment: str, run_name: str,
-                 tags: Mapping[str, str], sweep: Mapping[str, str] | None = None) -> None:
+                 tags: Mapping[str, str], sweep: Mapping[str, str] | None = None, run_dir: Path | None = None,
+                 secrets: Iterable[str] = ()) -> None:
         self.enabled = tracking.enabled
         self.run_id: str | None = None
         self.experiment_id: str | None = None
         self.uri: str | None = None
+        self.run_dir = run_dir
+        self.secrets = [s for s in secrets if s]
+        self.pending: PendingRecord | None = None
+        self.outage: str | None = None
         if not self.enabled:
             return
         # An unreachable tracking server fails in seconds instead of retrying for minutes.
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
-        from mlflow.tracking import MlflowClient
 
-        tags = {**version_tags(), **tags}
+        tags = {**version_tags(), **process_tags(), **{k: self._mask(str(v)) for k, v in tags.items()}}
         if sweep:
             self.uri, self.experiment_id = sweep["tracking_uri"], sweep["experiment_id"]
             tags["mlflow.parentRunId"] = sweep["run_id"]
         else:
             self.uri = tracking_uri(tracking, outputs_dir)
-        self.client = MlflowClient(tracking_uri=self.uri)
+        self.client = open_client(self.uri)
         if self.experiment_id is None:
             name = tracking.experiment_name or experiment
             self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir))
-        run = with_retry(lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=tags))
+            try:  # housekeeping of earlier runs never stops this one
+                end_stale_runs(self.client)
+                sync_pending_under(outputs_dir, self.uri, self.client)
+            except Exception:
+                pass
+        run = with_retry(lambda: self.client.create_run(self.experiment_id, run_name=self._mask(run_name),
+                                                        tags=tags))
         self.run_id = run.info.run_id
 
     @classmethod
@@ -70,6 +93,7 @@ class TrackedRun:
 
         self = cls.__new__(cls)
         self.enabled, self.uri, self.run_id = True, uri, run_id
+        self.run_dir, self.secrets, self.pending, self.outage = None, [], None, None
         self.client = MlflowClient(tracking_uri=uri)
         self.experiment_id = self.client.get_run(run_id).info.experiment_id
         return self
@@ -79,16 +103,35 @@ class TrackedRun:
         if self.enabled and self.run_id is not None:
             with_retry(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path=artifact_path))
 
+    def _mask(self, text: str) -> str:
+        return mask_text(text, self.secrets)
+
+    def _record(self, kind: str, values: Mapping[str, Any], call) -> None:
+        """Make a store call; after the first failure, keep ``values`` in the pending record instead."""
+        if self.pending is None:
+            try:
+                call()
+                return
+            except Exception as exc:  # the store is unreachable or broken: keep the results locally
+                self.outage = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                self.pending = PendingRecord.start(self.run_dir, self.uri, self.run_id, self.outage)
+        self.pending.add(kind, values)
+
     def log_params(self, config: Mapping[str, Any]) -> None:
-        """Log the flattened config as params (batches of 100, MLflow's limit per call)."""
+        """Log the flattened config as params (batches of 100, MLflow's limit per call); secret values masked."""
         if not self.enabled:
             return
         from mlflow.entities import Param
 
-        params = [Param(k, v) for k, v in sorted(flatten_params(config).items())]
-        for i in range(0, len(params), 100):
-            batch = params[i:i + 100]
-            with_retry(lambda: self.client.log_batch(self.run_id, params=batch))
+        flat = {k: self._mask(v) for k, v in sorted(flatten_params(config).items())}
+        params = [Param(k, v) for k, v in flat.items()]
+
+        def call() -> None:
+            for i in range(0, len(params), 100):
+                batch = params[i:i + 100]
+                with_retry(lambda: self.client.log_batch(self.run_id, params=batch))
+
+        self._record("params", flat, call)
 
     def log_metrics(self, metrics: Mapping[str, float]) -> None:
         """Log finite numeric metrics."""
@@ -98,34 +141,64 @@ class TrackedRun:
 
         from mlflow.entities import Metric
 
+        values = numeric_metrics(metrics)
         now = int(time.time() * 1000)
-        items = [Metric(k, v, now, 0) for k, v in numeric_metrics(metrics).items()]
-        for i in range(0, len(items), 500):
-            batch = items[i:i + 500]
-            with_retry(lambda: self.client.log_batch(self.run_id, metrics=batch))
+        items = [Metric(k, v, now, 0) for k, v in values.items()]
+
+        def call() -> None:
+            for i in range(0, len(items), 500):
+                batch = items[i:i + 500]
+                with_retry(lambda: self.client.log_batch(self.run_id, metrics=batch))
+
+        self._record("metrics", values, call)
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
-        """Set string tags."""
+        """Set string tags (secret values masked)."""
         if self.enabled:
             from mlflow.entities import RunTag
 
-            batch = [RunTag(k, str(v)) for k, v in tags.items()]
-            with_retry(lambda: self.client.log_batch(self.run_id, tags=batch))
+            values = {k: self._mask(str(v)) for k, v in tags.items()}
+            batch = [RunTag(k, v) for k, v in values.items()]
+            self._record("tags", values, lambda: with_retry(lambda: self.client.log_batch(self.run_id, tags=batch)))
 
     def end(self, status: str, run_dir: Path | None) -> None:
-        """Upload ``run_dir`` (plan, launch scripts, ``.hydra/``, logs, benchmark JSON) and end the run.
+        """Scrub secret values from ``run_dir``, upload it (plan, launch scripts, ``.hydra/``, logs, benchmark JSON)
+        and end the run. A failed upload or end keeps everything in ``mlflow_pending.json`` for
+        ``python -m ascendflow.sync`` and prints one line; it never raises for a store error.
 
         Args:
             status: ``FINISHED``, ``FAILED`` or ``KILLED``.
             run_dir: the Hydra job directory; uploaded whole as the run's artifacts.
         """
+        if run_dir is not None and run_dir.exists():
+            scrub_dir(run_dir, self.secrets)
         if not self.enabled or self.run_id is None:
             return
-        try:
-            if run_dir is not None and run_dir.exists():
+        self.run_dir = self.run_dir or run_dir
+
+        upload_error = None
+        if self.pending is None and run_dir is not None and run_dir.exists():
+            try:
                 self.client.log_artifacts(self.run_id, str(run_dir))
-        finally:
+            except Exception as exc:  # e.g. an unwritable artifact location: end the run, keep the files
+                upload_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+        def finish() -> None:
+            if upload_error:
+                with_retry(lambda: self.client.set_tag(self.run_id, "ascendflow.artifacts_error", upload_error))
             with_retry(lambda: self.client.set_terminated(self.run_id, status=status))
+
+        self._record("end", {"status": status}, finish)
+        from ascendflow import console
+
+        if self.pending is not None:
+            console.fail_line(f"MLflow store not reachable ({self.outage}): run {self.run_id} is kept in {self.run_dir}"
+                              f"; upload it with `python -m ascendflow.sync {self.run_dir}` (or the next run does)")
+        elif upload_error:
+            PendingRecord.start(self.run_dir, self.uri, self.run_id, upload_error).add("end", {"status": status})
+            console.fail_line(f"the run's files were not uploaded to MLflow ({upload_error}); run {self.run_id} ended "
+                              f"{status} and its files stay in {self.run_dir}; upload them with `python -m "
+                              f"ascendflow.sync {self.run_dir}` once the artifact location is writable")
 
     def ui_command(self) -> str | None:
         """The ``mlflow ui`` command that shows this run's store."""
@@ -135,3 +208,6 @@ class TrackedRun:
 def bench_metrics(benchmark: Mapping[str, Any]) -> dict[str, float]:
     """The benchmark result's metrics of :data:`BENCH_METRICS` that are present."""
     return numeric_metrics({k: benchmark[k] for k in BENCH_METRICS if k in benchmark})
+
+
+__all__ = ["BENCH_METRICS", "MASK", "TrackedRun", "bench_metrics"]

@@ -14,10 +14,17 @@ def objective(run: RunOptions, metrics: Mapping[str, float] | None) -> float | t
     """``output_throughput`` (tokens/s), or ``(output_throughput, p99_ttft_ms)`` for ``throughput_and_p99_ttft``.
 
     A failed job (``metrics`` is ``None`` or nothing completed) scores 0 tokens/s (and :data:`FAILED_TTFT_MS`); a job
-    whose p99 TTFT exceeds ``run.slo_p99_ttft_ms`` scores 0 tokens/s, so a search moves away from both.
+    whose p99 TTFT exceeds ``run.slo_p99_ttft_ms`` scores 0 tokens/s, so a search moves away from both. A job with
+    some failed requests (at most ``run.max_failed_fraction`` of them; more fail the job) scores its throughput
+    times ``completed / (completed + failed)``: vLLM's ``output_throughput`` counts only completed requests' tokens
+    over the whole duration, so without the factor a configuration that drops requests could outrank one that
+    serves them all.
     """
     ok = bool(metrics) and metrics.get("completed", 0) > 0
     throughput = float(metrics.get("output_throughput", 0.0)) if ok else 0.0
+    if ok and metrics.get("failed", 0) > 0:
+        completed, failed = float(metrics["completed"]), float(metrics["failed"])
+        throughput *= completed / (completed + failed)
     p99_ttft = float(metrics.get("p99_ttft_ms", FAILED_TTFT_MS)) if ok else FAILED_TTFT_MS
     if run.slo_p99_ttft_ms is not None and p99_ttft > run.slo_p99_ttft_ms:
         throughput = 0.0

@@ -2,11 +2,67 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import signal
 import time
 from pathlib import Path
+from typing import Any, Iterator
 
+from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
+
+
+class Terminated(BaseException):
+    """SIGTERM received. A ``BaseException`` like ``KeyboardInterrupt``: MLflow wraps ``Exception`` raised inside its
+    store calls into ``MlflowException`` (which :func:`with_retry` would retry, measured here: a SIGTERM became a
+    FAILED child "MlflowException: signal 15"), but lets ``BaseException`` through."""
+
+
+#: Set once SIGTERM or Ctrl-C arrived: :func:`with_retry` stops retrying.
+_STOPPING = {"signal": None}
+
+
+def on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM handler: remember it and unwind like Ctrl-C (:class:`Terminated`)."""
+    _STOPPING["signal"] = signum
+    raise Terminated(f"signal {signum}")
+
+
+def install_sigterm() -> Any:
+    """Install :func:`on_sigterm` for SIGTERM; returns the previous handler."""
+    return signal.signal(signal.SIGTERM, on_sigterm)
+
+
+@contextlib.contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<db>.lock`` for a SQLite store (no-op for other stores).
+
+    MLflow creates and migrates a new SQLite store's schema on first use; three processes doing it at once corrupted
+    the schema for good here (measured: every later run failed), so first use is serialised.
+    """
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(uri.removeprefix("sqlite:///"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def open_client(uri: str):
+    """An ``MlflowClient`` on ``uri`` whose store exists and is migrated (first use under :func:`store_lock`)."""
+    from mlflow.tracking import MlflowClient
+
+    with store_lock(uri):
+        client = MlflowClient(tracking_uri=uri)
+        with_retry(lambda: client.search_experiments(max_results=1))
+    return client
 
 
 def tracking_uri(tracking: TrackingSpec, outputs_dir: Path) -> str:
@@ -37,7 +93,7 @@ def with_retry(call, attempts: int = 8):
         try:
             return call()
         except MlflowException:
-            if attempt == attempts - 1:
+            if attempt == attempts - 1 or _STOPPING["signal"] is not None:
                 raise
             time.sleep(0.25 * (attempt + 1))
     raise AssertionError("unreachable")
@@ -45,10 +101,19 @@ def with_retry(call, attempts: int = 8):
 
 def ensure_experiment(client, name: str, artifact_location: str) -> str:
     """The id of experiment ``name``, created with ``artifact_location/<name>`` if missing; parallel jobs racing to
-    create it are retried (:func:`with_retry`)."""
+    create it are retried (:func:`with_retry`).
+
+    Raises:
+        ConfigError: the experiment was deleted (MLflow keeps it in its trash and refuses new runs in it).
+    """
 
     def get_or_create() -> str:
         exp = client.get_experiment_by_name(name)
+        if exp is not None and exp.lifecycle_stage == "deleted":
+            raise ConfigError("tracking.experiment_name", name,
+                              f"experiment {exp.experiment_id} was deleted (it is in the MLflow trash); restore it "
+                              f"with `mlflow experiments restore --experiment-id {exp.experiment_id}` or choose "
+                              f"another tracking.experiment_name")
         if exp is not None:
             return exp.experiment_id
         return client.create_experiment(name, artifact_location=f"{artifact_location}/{name}")

@@ -19,7 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
-from ascendflow.tracking.store import artifact_root, ensure_experiment, tracking_uri
+from ascendflow.schema.secrets import mask_text, secret_values
+from ascendflow.tracking.stale import end_stale_runs, process_tags
+from ascendflow.tracking.store import Terminated, artifact_root, ensure_experiment, open_client, tracking_uri
 from ascendflow.tracking.versions import version_tags
 
 SWEEP_FILE = "mlflow_sweep.json"
@@ -53,9 +55,26 @@ def job_run_name(task_overrides: list[str], keys: list[str]) -> str:
 
 
 def _client(uri: str):
-    from mlflow.tracking import MlflowClient
+    return open_client(uri)
 
-    return MlflowClient(tracking_uri=uri)
+
+#: The parent run opened by this process (``mlflow_sweep.json``'s content), until it is ended: ``python -m
+#: ascendflow`` ends it KILLED or FAILED when the sweep is interrupted or raises (:func:`end_open_parent`).
+ACTIVE: dict[str, Any] = {}
+
+
+def end_open_parent(status: str) -> bool:
+    """End the parent run this process opened, if still open, with ``status``; returns True when one was ended.
+    Store errors are reported on one line, never raised (the process is exiting)."""
+    sweep = ACTIVE.pop("sweep", None)
+    if sweep is None:
+        return False
+    try:
+        return end_parent(sweep, status)
+    except (Exception, KeyboardInterrupt, Terminated) as exc:
+        print(f"error: could not end the sweep's parent run {sweep['run_id']} ({type(exc).__name__}); it is ended "
+              f"FAILED at the next start on this machine", file=sys.stderr)
+        return False
 
 
 def sweep_counts(uri: str, experiment_id: str, parent_id: str) -> dict[str, int]:
@@ -68,15 +87,17 @@ def sweep_counts(uri: str, experiment_id: str, parent_id: str) -> dict[str, int]
     return counts
 
 
-def end_parent(sweep: dict[str, str], status: str) -> None:
-    """Log the children's counts on the parent run and end it with ``status`` (idempotent)."""
+def end_parent(sweep: dict[str, str], status: str) -> bool:
+    """Log the children's counts on the parent run and end it with ``status`` (idempotent); returns True when this
+    call ended it."""
     client = _client(sweep["tracking_uri"])
     if client.get_run(sweep["run_id"]).info.status in ("FINISHED", "FAILED", "KILLED"):
-        return
+        return False
     counts = sweep_counts(sweep["tracking_uri"], sweep["experiment_id"], sweep["run_id"])
     for name, key in (("jobs_finished", "FINISHED"), ("jobs_failed", "FAILED"), ("jobs_killed", "KILLED")):
         client.log_metric(sweep["run_id"], name, counts.get(key, 0))
     client.set_terminated(sweep["run_id"], status=status)
+    return True
 
 
 def refuse_parallel_engines(launcher: DictConfig | None, mode: str) -> None:
@@ -93,41 +114,89 @@ def refuse_parallel_engines(launcher: DictConfig | None, mode: str) -> None:
                           "parallel sweeps, or hydra.launcher.n_jobs=1")
 
 
+def _hardware_here(config: DictConfig) -> bool:
+    """Whether the sweep's hardware option is on this machine (``auto`` jobs then serve)."""
+    from ascendflow.runner.detect import hardware_present
+    from ascendflow.schema.hardware import HardwareSpec
+
+    try:
+        return hardware_present(HardwareSpec.model_validate(OmegaConf.to_container(config.hardware, resolve=True)))
+    except Exception:  # an invalid hardware option fails in every job with its own message
+        return OmegaConf.select(config, "hardware.kind", default="cpu") == "cpu"
+
+
+def refuse_search_without_measurements(config: DictConfig, engines: bool) -> None:
+    """An Optuna search needs a measured objective; plan-only jobs return none (Optuna then fails after the last
+    trial: "No trials are completed yet").
+
+    Raises:
+        ConfigError: an Optuna sweeper with jobs that only plan (``run.mode=plan``, or ``auto`` on hardware that is
+            not on this machine).
+    """
+    sweeper = str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "")
+    if "optuna" not in sweeper.lower() or engines:
+        return
+    mode = OmegaConf.select(config, "run.mode", default="auto")
+    raise ConfigError("run.mode", mode, f"an Optuna search needs measured jobs, and these only write plans "
+                                        f"(hardware.kind={OmegaConf.select(config, 'hardware.kind')}); sweep them "
+                                        f"with the basic sweeper (-m, without a sweep= preset), or serve on "
+                                        f"hardware that is here")
+
+
 class MlflowSweepCallback(Callback):
     """Hydra callback: the MLflow parent run of a multirun."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Refuse parallel engines (exit 2, before any job); create the experiment and the parent run; write
-        ``mlflow_sweep.json`` into the sweep directory. (Hydra turns callback exceptions into warnings, so refusals
-        exit with ``SystemExit``.)"""
-        kind = OmegaConf.select(config, "hardware.kind", default="cpu")
+        """Refuse parallel engines and Optuna on plan-only jobs (exit 2, before any job); create the experiment and
+        the parent run; write ``mlflow_sweep.json`` into the sweep directory. (Hydra turns callback exceptions into
+        warnings, so refusals and store errors exit here with ``SystemExit`` and one line.)"""
         mode = OmegaConf.select(config, "run.mode", default="auto")
-        engines = mode in ("serve", "offline") or (mode == "auto" and kind == "cpu")
+        engines = mode in ("serve", "offline") or (mode == "auto" and _hardware_here(config))
         try:
             refuse_parallel_engines(OmegaConf.select(config, "hydra.launcher"), "serve" if engines else "plan")
+            refuse_search_without_measurements(config, engines)
+            tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
+            if not tracking.enabled:
+                return
+            self._open_parent(config, tracking)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
-        tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
-        if not tracking.enabled:
-            return
+        except (KeyboardInterrupt, Terminated):
+            end_open_parent("KILLED")
+            raise
+        except Exception as exc:  # the store cannot be used: nothing started
+            print(f"error: tracking.tracking_uri: the MLflow store cannot record the sweep ({type(exc).__name__}: "
+                  f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); nothing was run", file=sys.stderr)
+            raise SystemExit(1) from None
+
+    def _open_parent(self, config: DictConfig, tracking: TrackingSpec) -> None:
         outputs = Path.cwd() / "outputs"
         uri = tracking_uri(tracking, outputs)
         client = _client(uri)
         choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
         experiment = tracking.experiment_name or choices.get("recipe") or "ascendflow"
         experiment_id = ensure_experiment(client, experiment, artifact_root(tracking, outputs))
+        try:  # housekeeping of earlier runs never stops this sweep
+            end_stale_runs(client)
+        except Exception:
+            pass
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
-        overrides = " ".join(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
+        env = OmegaConf.to_container(config.ascend.env, resolve=True) if OmegaConf.select(config, "ascend.env") \
+            else {}
+        marked = list(OmegaConf.select(config, "ascend.secret_env", default=[]) or [])
+        secrets = list(secret_values(env, marked).values())
+        overrides = mask_text(" ".join(OmegaConf.select(config, "hydra.overrides.task", default=[]) or []), secrets)
         run = client.create_run(experiment_id, run_name=f"sweep {sweep_dir.parent.name}/{sweep_dir.name}",
-                                tags={**version_tags(), "ascendflow.sweep": "parent", "sweep_dir": str(sweep_dir),
-                                      "sweep.overrides": overrides[:5000],
+                                tags={**version_tags(), **process_tags(), "ascendflow.sweep": "parent",
+                                      "sweep_dir": str(sweep_dir), "sweep.overrides": overrides[:5000],
                                       "sweep.keys": ",".join(swept_keys(config))[:5000],
                                       "sweeper": str(OmegaConf.select(config, "hydra.sweeper._target_", default=""))})
+        sweep = {"run_id": run.info.run_id, "experiment_id": experiment_id, "tracking_uri": uri,
+                 "swept_keys": swept_keys(config)}
+        ACTIVE["sweep"] = sweep
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / SWEEP_FILE).write_text(json.dumps(
-            {"run_id": run.info.run_id, "experiment_id": experiment_id, "tracking_uri": uri,
-             "swept_keys": swept_keys(config)}))
+        (sweep_dir / SWEEP_FILE).write_text(json.dumps(sweep))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """End the parent FINISHED with the children's counts (failed children do not fail the sweep)."""
@@ -135,6 +204,7 @@ class MlflowSweepCallback(Callback):
         if sweep is None:
             return
         end_parent(sweep, "FINISHED")
+        ACTIVE.pop("sweep", None)
         counts = sweep_counts(sweep["tracking_uri"], sweep["experiment_id"], sweep["run_id"])
         if counts and not counts.get("FINISHED"):
             print(f"error: no job of the sweep finished ({counts.get('FAILED', 0)} failed); see the FAILED child runs",

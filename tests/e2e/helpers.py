@@ -56,3 +56,38 @@ def leftover_engine_processes(run_dir: Path) -> list[str]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
+
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    """Every live descendant process of ``pid`` (vLLM's engine core rewrites its title with setproctitle, which also
+    overwrites what ``/proc/<pid>/environ`` shows, so the process tree is the reliable way to find it)."""
+    try:
+        return [p for p in psutil.Process(pid).children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def engine_core_pids(runner_pid: int) -> list[int]:
+    """Pids of vLLM engine-core processes under ``runner_pid`` (title ``VLLM::EngineCore``, set by
+    ``vllm/v1/engine/core.py`` ``run_engine_core`` through ``set_process_title``)."""
+    found = []
+    for proc in descendants(runner_pid):
+        try:
+            if "EngineCore" in " ".join(proc.cmdline()) + proc.name():
+                found.append(proc.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def still_alive(procs: list[psutil.Process]) -> list[str]:
+    """Those of ``procs`` (snapshotted earlier) that still run, as ``pid cmdline``."""
+    alive = []
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(f"{proc.pid} {' '.join(proc.cmdline())}")
+        except psutil.NoSuchProcess:
+            continue
+    return alive

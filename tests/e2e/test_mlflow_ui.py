@@ -51,7 +51,8 @@ VIRTUAL_TIME_BUDGET_MS = 20000
 def _chromium() -> str:
     path = shutil.which("chromium")
     if path is None:  # scripts/setup.sh installs Debian's chromium; without a browser this test cannot prove anything
-        pytest.fail("chromium is not installed: run scripts/setup.sh (it installs Debian's chromium)")
+        pytest.fail("chromium is not installed: it is optional for users but this test needs it (CI has it); install "
+                    "it with `sudo apt-get install chromium` or scripts/install_browser.sh as root")
     return path
 
 

@@ -1,0 +1,72 @@
+"""Secret environment values: which names are secret, how they are masked, and which names are valid (pure).
+
+A value is secret when its variable's name looks secret (:data:`SECRET_NAME`) or the user lists the name in
+``ascend.secret_env``. Secret values are never written: plans and launch scripts hold ``${NAME}`` (the launch script
+refuses to start while ``NAME`` is unset), and MLflow params, tags and every file of the run directory show
+:data:`MASK` instead.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping
+
+from ascendflow.schema.errors import ConfigError
+
+#: Name parts that mark a variable as secret (``HF_TOKEN``, ``WANDB_API_KEY``, ``AWS_SECRET_ACCESS_KEY``,
+#: ``DB_PASSWORD``, ``GOOGLE_APPLICATION_CREDENTIALS``...), matched case-insensitively as ``_``-separated words.
+SECRET_WORDS = ("TOKEN", "KEY", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "AUTH",
+                "PRIVATE", "COOKIE")
+SECRET_NAME = re.compile(r"(?:^|_)(?:" + "|".join(SECRET_WORDS) + r")S?(?:_|$)", re.IGNORECASE)
+#: What replaces a secret value in params, tags and files.
+MASK = "***"
+#: Environment names bash exports and MLflow accepts as a param key part (mlflow/utils/validation.py
+#: ``_validate_param_name``: at most 250 characters in all, with the ``ascend.env.`` prefix).
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+#: Shortest value masked inside free text (shorter ones would mask unrelated text; their keys are still masked).
+MIN_TEXT_MASK_CHARS = 4
+
+
+def is_secret(name: str, marked: Iterable[str] = ()) -> bool:
+    """True when ``name`` looks secret or is listed in ``marked``."""
+    return name in set(marked) or bool(SECRET_NAME.search(name))
+
+
+def check_env_names(env: Mapping[str, object] | None, key: str = "ascend.env") -> None:
+    """Refuse environment names that bash cannot export or MLflow cannot record.
+
+    Raises:
+        ConfigError: the first bad name (the value is not shown: it may be a secret).
+    """
+    for name in env or {}:
+        if not ENV_NAME.fullmatch(str(name)):
+            shown = str(name) if len(str(name)) <= 60 else str(name)[:60] + f"…({len(str(name))} characters)"
+            raise ConfigError(key, shown, "is not a valid environment variable name (letters, digits and _, not "
+                                          "starting with a digit, at most 128 characters); rename it")
+
+
+def secret_values(env: Mapping[str, object] | None, marked: Iterable[str] = ()) -> dict[str, str]:
+    """``{name: value}`` of the secret entries of ``env``."""
+    return {str(k): str(v) for k, v in (env or {}).items() if is_secret(str(k), marked) and v is not None}
+
+
+def env_ref(name: str) -> str:
+    """The launch-time reference written instead of a secret value: ``${NAME}``."""
+    return f"${{{name}}}"
+
+
+def mask_text(text: str, values: Iterable[str]) -> str:
+    """``text`` with every secret value of at least :data:`MIN_TEXT_MASK_CHARS` characters replaced by
+    :data:`MASK` (longest first, so a value containing another is masked whole)."""
+    for value in sorted({v for v in values if len(v) >= MIN_TEXT_MASK_CHARS}, key=len, reverse=True):
+        text = text.replace(value, MASK)
+    return text
+
+
+def mask_env_config(config: dict, marked: Iterable[str] = ()) -> dict:
+    """A copy of a config dict (``{"ascend": {"env": ...}}``) whose secret ``ascend.env`` values are :data:`MASK`."""
+    ascend = config.get("ascend")
+    if not isinstance(ascend, Mapping) or not isinstance(ascend.get("env"), Mapping):
+        return config
+    env = {k: (MASK if is_secret(str(k), marked) else v) for k, v in ascend["env"].items()}
+    return {**config, "ascend": {**ascend, "env": env}}
