@@ -104,7 +104,7 @@ def mamba2_mixer(a: ModelArchitecture, tp: int) -> Iterator[Tensor]:
     if a.mamba_proj_bias:
         yield Tensor("mamba.in_proj.bias", 1, in_rows, "float")
     yield Tensor("mamba.conv1d", conv_dim // tp, a.mamba_d_conv or 4, "float")
-    if a.mamba_conv_bias:
+    if a.mamba_conv_bias is not False:
         yield Tensor("mamba.conv1d.bias", 1, conv_dim // tp, "float")
     yield Tensor("mamba.A", 1, heads // tp, "fp32")
     yield Tensor("mamba.D+dt_bias", 2, heads // tp, "float")
@@ -127,10 +127,10 @@ def qwen3_next_layer(a: ModelArchitecture, layer: int, layout: Layout) -> Iterat
         yield from gdn_mixer(a, tp)
     else:
         hd = a.attention_head_dim
-        yield from attention(h, a.num_attention_heads, a.kv_heads, hd, tp, q_groups=2 if a.attn_output_gate else 1)
+        yield from attention(h, a.num_attention_heads, a.kv_heads, hd, tp, q_groups=1 if a.attn_output_gate is False else 2)
         yield Tensor("q_norm+k_norm", 2, hd, "float")
     experts = a.num_experts or 0
-    if experts and layer not in a.mlp_only_layers and (layer + 1) % (a.decoder_sparse_step or 1) == 0:
+    if experts and layer not in (a.mlp_only_layers or ()) and (layer + 1) % (a.decoder_sparse_step or 1) == 0:
         yield Tensor("mlp.gate (router)", experts, h, "float")
         yield from fused_experts(experts, a.moe_intermediate_size or 0, h, layout)
         if a.shared_expert_intermediate_size:
