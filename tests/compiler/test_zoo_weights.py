@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ascendflow.compiler.checkpoint_weights import checkpoint_bytes
-from ascendflow.compiler.weights import Layout, weight_bytes
+from ascendflow.compiler.weights import Layout, rank_tensors, weight_bytes
 from ascendflow.models.checkpoint import read_inventory
 from ascendflow.models.zoo import ZOO, ensure_zoo_model
 from ascendflow.schema import ModelArchitecture
@@ -46,3 +46,36 @@ def test_zoo_architecture_count_equals_checkpoint_count(name):
         layout = Layout(tp=tp, ep=1, first_stage=True, last_stage=True, layers=range(a.num_hidden_layers))
         assert (weight_bytes(a, layout, dtype="bfloat16"), checkpoint_bytes(inventory, a, layout, "bfloat16")) == (
             expected, expected)
+
+
+def _tensors(name: str, tp: int, layer: int) -> dict[str, tuple[int, int, str]]:
+    path = ensure_zoo_model(name)
+    a = ModelArchitecture.from_hf_config(json.loads((path / "config.json").read_text()))
+    layout = Layout(tp=tp, ep=1, first_stage=False, last_stage=False, layers=range(layer, layer + 1))
+    return {t.name: (t.rows, t.cols, t.kind) for t in rank_tensors(a, layout)}
+
+
+def test_mamba2_mixer_at_tp2_duplicates_its_single_group_as_vllm_cpu_loads_it():
+    # Granite hybrid (hidden 256, expand 2, 1 group, state 64, 8 heads): vLLM pads the group to TP, conv dim
+    # 512 + 2 x 2 x 64 = 768; rank 0 of a TP2 vllm-cpu engine holds in_proj [644, 256], conv1d [384, 1, 4] + bias
+    # [384], A [4] float32, D and dt_bias [4], norm [256], out_proj [256, 256] (scripts/bench_zoo_weights.py).
+    t = _tensors("granite_hybrid", 2, 0)
+    assert {k: v for k, v in t.items() if k.startswith("mamba.")} == {
+        "mamba.in_proj": (644, 256, "linear"), "mamba.conv1d": (384, 4, "float"),
+        "mamba.conv1d.bias": (1, 384, "float"),
+        "mamba.A": (1, 4, "fp32"), "mamba.D+dt_bias": (2, 4, "float"), "mamba.norm": (1, 256, "float"),
+        "mamba.out_proj": (256, 256, "linear")}
+
+
+def test_gated_deltanet_at_tp2_by_hand():
+    # Qwen3-Next 3:1 (2 K heads x 64, 4 V heads x 64, kernel 4, hidden 256): qkvz (2 x 128 + 2 x 256) / 2 = 384 rows,
+    # ba 2 x 4 / 2 = 4, conv (2 x 128 + 256) / 2 = 256, A_log / dt_bias 2 heads, norm over the V head dim (64, whole),
+    # out_proj 256 / 2 input columns.
+    t = _tensors("qwen3_next_3to1", 2, 0)
+    assert {k: v for k, v in t.items() if k.startswith("linear_attn.")} == {
+        "linear_attn.in_proj_qkvz": (384, 256, "linear"), "linear_attn.in_proj_ba": (4, 256, "linear"),
+        "linear_attn.conv1d": (256, 4, "float"), "linear_attn.dt_bias": (1, 2, "float"),
+        "linear_attn.A_log": (1, 2, "fp32"), "linear_attn.norm": (1, 64, "float"),
+        "linear_attn.out_proj": (256, 128, "linear")}
+    # The full-attention layer: Q doubled by the output gate (4 heads x 2 / 2 ranks) + 1 K + 1 V head of 128.
+    assert _tensors("qwen3_next_3to1", 2, 3)["qkv_proj"] == ((4 + 2) * 128, 256, "linear")
