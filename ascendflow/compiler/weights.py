@@ -33,11 +33,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+from ascendflow.compiler import weights_hybrid as hybrid
 from ascendflow.compiler.dtypes import DTYPE_BYTES
 from ascendflow.compiler.mla_weights import absorbed_bytes, mlapo_bytes
 from ascendflow.compiler.quant_bytes import quant_bytes
 from ascendflow.compiler.weight_tensors import VOCAB_PADDING, Layout, Tensor, padded_vocab  # noqa: F401 (re-exported)
-from ascendflow.compiler import weights_hybrid as hybrid
 from ascendflow.schema.architecture import ModelArchitecture
 
 #: ``mlp_scheme`` default: the dense MLPs take ``linear_scheme``.

@@ -118,16 +118,23 @@ def _norms(h: int, count: int) -> Tensor:
     return Tensor(f"{count} RMSNorms", count, h, "float")
 
 
+def _kind(a: ModelArchitecture, layer: int) -> str:
+    """Layer type of ``layer``; indices past ``num_hidden_layers`` (MTP draft layers) are full attention."""
+    kinds = layer_kinds(a)
+    return kinds[layer] if layer < len(kinds) else "full_attention"
+
+
 def qwen3_next_layer(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
     """``Qwen3NextDecoderLayer``: GDN or gated full attention (Q/K ``GemmaRMSNorm``s), then the sparse MoE block on
     layers ``(i + 1) % decoder_sparse_step == 0`` outside ``mlp_only_layers``, else a dense MLP."""
     h, tp = a.hidden_size, layout.tp
     yield _norms(h, 2)
-    if layer_kinds(a)[layer] == "linear_attention":
+    if _kind(a, layer) == "linear_attention":
         yield from gdn_mixer(a, tp)
     else:
         hd = a.attention_head_dim
-        yield from attention(h, a.num_attention_heads, a.kv_heads, hd, tp, q_groups=1 if a.attn_output_gate is False else 2)
+        gate = 1 if a.attn_output_gate is False else 2
+        yield from attention(h, a.num_attention_heads, a.kv_heads, hd, tp, q_groups=gate)
         yield Tensor("q_norm+k_norm", 2, hd, "float")
     experts = a.num_experts or 0
     if experts and layer not in (a.mlp_only_layers or ()) and (layer + 1) % (a.decoder_sparse_step or 1) == 0:
@@ -146,7 +153,7 @@ def granite_hybrid_layer(a: ModelArchitecture, layer: int, layout: Layout) -> It
     (``input_linear`` 2 × ``shared_intermediate_size``, ``output_linear``) when ``shared_intermediate_size`` > 0."""
     h, tp = a.hidden_size, layout.tp
     yield _norms(h, 2)
-    if layer_kinds(a)[layer] == "full_attention":
+    if _kind(a, layer) == "full_attention":
         yield from attention(h, a.num_attention_heads, a.kv_heads, h // a.num_attention_heads, tp,
                              bias=a.attention_bias, o_bias=a.attention_bias)
     else:
