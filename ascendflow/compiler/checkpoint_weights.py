@@ -31,14 +31,30 @@ import re
 from ascendflow.compiler.dtypes import DTYPE_BYTES
 from ascendflow.compiler.quant_bytes import DEQ_SCALE_BYTES
 from ascendflow.compiler.weights import EngineWeightRules, Layout, mla_post_load_bytes, padded_vocab
+from ascendflow.compiler.weights_hybrid import mamba2_dims
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import SAFETENSORS_DTYPE_BYTES, CheckpointInventory, TensorInfo
 
 _LAYER = re.compile(r"\.layers\.(\d+)\.")
 _EXPERT = re.compile(r"\.experts\.(\d+)\.")
-COLUMN = ("q_proj", "q_b_proj", "kv_b_proj", "gate_proj", "up_proj", "k_proj", "v_proj")
-ROW = ("o_proj", "down_proj")
-VOCAB = ("embed_tokens", "lm_head", "head")
+COLUMN = ("q_proj", "q_b_proj", "kv_b_proj", "gate_proj", "up_proj", "k_proj", "v_proj",
+          # weights_hybrid.py families (vLLM 0.32.0): GDN in_proj_qkvz / in_proj_ba / conv1d, Granite shared_mlp
+          # input_linear, Gemma-3n laurel.linear_left and per_layer_model_projection
+          "in_proj_qkvz", "in_proj_ba", "conv1d", "input_linear", "linear_left", "per_layer_model_projection")
+ROW = ("o_proj", "down_proj", "out_proj", "output_linear", "linear_right")
+VOCAB = ("embed_tokens", "lm_head", "head", "embed_tokens_per_layer")
+#: Column-parallel module lists named ``<list>.<i>.weight`` (Gemma-3n ``ColumnParallelLinear`` AltUp projections).
+COLUMN_LISTS = ("altup_projections", "altup_unembed_projections")
+#: Per-head parameters split by TP along their only dimension (GDN / Mamba2 ``A_log``, ``dt_bias``, ``D``; gpt-oss
+#: ``sinks``).
+HEAD_PARAMS = ("A_log", "dt_bias", "D", "sinks")
+#: Parameters vLLM 0.32.0 allocates in float32 whatever the checkpoint dtype: GDN ``A_log``
+#: (``qwen_gdn_linear_attn.py``), Mamba2 ``A`` (stored ``A_log``, ``mamba_mixer2.py``), Gemma-3n
+#: ``altup.correct_output_scale`` (``gemma3n.py``).
+FP32_PARAMS = ("linear_attn.A_log", "mamba.A_log", "altup.correct_output_scale")
+#: HF fused-expert tensors ``experts.<param>`` (gpt-oss, Llama-4: ``[experts, ...]``): split over TP × DP like
+#: ``w13``/``w2``, except ``down_proj_bias`` (vLLM ``w2_bias`` is ``[experts, hidden]`` on every rank).
+FUSED_EXPERTS = ("gate_up_proj", "gate_up_proj_bias", "down_proj")
 #: vLLM packed modules: checkpoint projection -> the module it loads into (one input_scale per module).
 MERGED = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj", "gate_proj": "gate_up_proj",
           "up_proj": "gate_up_proj", "q_a_proj": "fused_qkv_a_proj", "kv_a_proj_with_mqa": "fused_qkv_a_proj"}
@@ -68,6 +84,8 @@ def _element_bytes(name: str, t: TensorInfo, inventory: CheckpointInventory, dty
         return 4
     if param in ("input_scale", "input_offset"):  # one per vLLM module: counted by _post_load_param_bytes
         return 0
+    if name.endswith(FP32_PARAMS):
+        return 4
     if t.dtype not in FLOAT_DTYPES:
         return SAFETENSORS_DTYPE_BYTES[t.dtype]
     label = (inventory.quant_description or {}).get(name, "FLOAT")
@@ -83,6 +101,9 @@ def _rank_bytes(name: str, t: TensorInfo, a: ModelArchitecture, layout: Layout, 
     tp = layout.tp
     if module in VOCAB and param == "weight":
         return padded_vocab(shape[0]) // tp * shape[1] * elem
+    hybrid = _hybrid_rank_numel(name, shape, numel, a, layout)
+    if hybrid is not None:
+        return hybrid * elem
     expert = _EXPERT.search(name)
     if expert and layout.ep > 1:
         local = -(-a.routed_experts // layout.ep)
@@ -99,6 +120,31 @@ def _rank_bytes(name: str, t: TensorInfo, a: ModelArchitecture, layout: Layout, 
     if module in ROW and param == "weight" and len(shape) == 2:
         return shape[0] * (shape[1] // tp) * elem
     return numel * elem
+
+
+def _hybrid_rank_numel(name: str, shape: list[int], numel: int, a: ModelArchitecture, layout: Layout) -> int | None:
+    """Elements on one rank of the tensors whose sharding is not given by the module name alone
+    (:mod:`ascendflow.compiler.weights_hybrid`), else ``None``."""
+    parts = name.split(".")
+    module, param = _module(name)
+    tp = layout.tp
+    if module == "experts" and param in FUSED_EXPERTS:
+        if layout.ep > 1:
+            return numel // shape[0] * -(-shape[0] // layout.ep)
+        return numel // (tp * layout.dp)
+    if len(parts) >= 3 and parts[-3] in COLUMN_LISTS:
+        return numel // tp
+    if param in HEAD_PARAMS and len(shape) == 1:
+        return numel // tp
+    if "mamba" in parts:  # MambaMixer2: groups padded to TP (weights_hybrid.mamba2_dims); its norm split by TP
+        inter, conv_dim = mamba2_dims(a, tp)
+        if module == "in_proj":
+            return (inter + conv_dim + (a.mamba_n_heads or 0)) // tp * (numel // shape[0])
+        if module == "conv1d":
+            return conv_dim // tp * (numel // shape[0])
+        if module == "norm":
+            return numel // tp
+    return None
 
 
 def _post_load_param_bytes(name: str, t: TensorInfo, inventory: CheckpointInventory, a: ModelArchitecture,

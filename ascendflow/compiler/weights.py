@@ -21,6 +21,9 @@ Each tensor vLLM allocates on a rank is enumerated with its sharded shape (vLLM'
   (``FLOAT``). Attention projections use ``linear_scheme``; dense MLPs and shared experts ``mlp_scheme`` (msModelSlim's
   DeepSeek W8A8 recipe quantizes ``*mlp*`` W8A8_DYNAMIC and ``*self_attn*`` W8A8 static,
   ``lab_practice/deepseek_v3_2/deepseek_w8a8.yaml``); routed experts ``expert_scheme``.
+* Decoder layers that are not attention + MLP (Qwen3-Next Gated-DeltaNet, Granite-4.0-H Mamba2, gpt-oss, Llama-4,
+  Gemma-3n/4) take their tensor lists from :mod:`ascendflow.compiler.weights_hybrid` (``FAMILIES``, by
+  ``model_type``), Gemma-3n/4 per-layer embeddings from its ``first_stage_extras``.
 * MTP draft layers (DeepSeek ``num_nextn_predict_layers``) are loaded only with speculative decoding:
   :class:`EngineWeightRules` ``mtp_layers``.
 """
@@ -30,50 +33,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+from ascendflow.compiler import weights_hybrid as hybrid
 from ascendflow.compiler.dtypes import DTYPE_BYTES
 from ascendflow.compiler.mla_weights import absorbed_bytes, mlapo_bytes
 from ascendflow.compiler.quant_bytes import quant_bytes
+from ascendflow.compiler.weight_tensors import VOCAB_PADDING, Layout, Tensor, padded_vocab  # noqa: F401 (re-exported)
 from ascendflow.schema.architecture import ModelArchitecture
 
-VOCAB_PADDING = 64
 #: ``mlp_scheme`` default: the dense MLPs take ``linear_scheme``.
 SAME_AS_LINEAR = "same_as_linear"
 
 
 #: Model types whose decoder layers add pre- and post-feed-forward RMSNorms (vLLM ``gemma2.py``, ``gemma3.py``).
 _SANDWICH_NORM_MODELS = ("gemma2", "gemma3", "gemma3_text")
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """One weight tensor on a rank: ``rows × cols`` elements; ``kind`` decides its dtype under quantization.
-
-    ``kind``: ``float`` (embedding, LM head, norms, router, biases, ``kv_b_proj``: always the model dtype), ``fp32``
-    (kept in float32 by vLLM, e.g. DeepSeek-V3's ``e_score_correction_bias``), ``linear`` (attention projections),
-    ``mlp`` (dense MLP and shared-expert projections), ``expert`` (MoE ``w13``) or ``expert_w2`` (MoE ``w2``).
-    """
-
-    name: str
-    rows: int
-    cols: int
-    kind: str
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Parallel layout of one rank: TP, EP and DP degrees, PP stage and its layer range.
-
-    ``ep`` is the expert-parallel group size (TP × DP with ``enable_expert_parallel``, else 1); ``dp`` the
-    data-parallel size, over which (× TP) MoE experts are split when ``ep`` is 1.
-    """
-
-    tp: int
-    ep: int
-    first_stage: bool
-    last_stage: bool
-    layers: range
-    pp: int = 1
-    dp: int = 1
 
 
 @dataclass(frozen=True)
@@ -115,11 +87,6 @@ def pp_partition(num_layers: int, pp: int) -> list[range]:
     return ranges
 
 
-def padded_vocab(vocab_size: int) -> int:
-    """Vocabulary rounded up to a multiple of 64 (vLLM ``pad_vocab_size``)."""
-    return -(-vocab_size // VOCAB_PADDING) * VOCAB_PADDING
-
-
 def _attention(a: ModelArchitecture, tp: int) -> Iterator[Tensor]:
     h, heads = a.hidden_size, a.num_attention_heads
     if a.is_mla:
@@ -159,12 +126,7 @@ def _mlp(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
     yield Tensor("gate (router)", experts, h, "float")
     if a.topk_method == "noaux_tc":  # vllm/model_executor/models/deepseek_v2.py: float32 parameter
         yield Tensor("gate.e_score_correction_bias", 1, experts, "fp32")
-    if layout.ep > 1:  # whole experts, spread over the EP group
-        local, inter_local = -(-experts // layout.ep), inter
-    else:  # FusedMoEParallelConfig.make: every expert, intermediate split over the flattened TP × DP group
-        local, inter_local = experts, inter // (tp * layout.dp)
-    yield Tensor("experts.w13", local * 2 * inter_local, h, "expert")
-    yield Tensor("experts.w2", local * h, inter_local, "expert_w2")
+    yield from hybrid.fused_experts(experts, inter, h, layout)  # whole experts over EP, else split over TP × DP
     if a.n_shared_experts:
         shared = inter * a.n_shared_experts // tp
         yield Tensor("shared_experts.gate_up_proj", 2 * shared, h, "mlp")
@@ -172,6 +134,10 @@ def _mlp(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
 
 
 def _decoder_layer(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
+    family = hybrid.FAMILIES.get(a.model_type)
+    if family is not None:  # GDN / Mamba2 hybrids, gpt-oss, Llama-4, Gemma-3n/4: weights_hybrid.py
+        yield from family(a, layer, layout)
+        return
     yield Tensor("input_layernorm+post_attention_layernorm", 2, a.hidden_size, "float")
     if a.model_type in _SANDWICH_NORM_MODELS:  # gemma2.py / gemma3.py: pre_ and post_feedforward_layernorm
         yield Tensor("pre_feedforward_layernorm+post_feedforward_layernorm", 2, a.hidden_size, "float")
@@ -202,6 +168,7 @@ def rank_tensors(a: ModelArchitecture, layout: Layout,
     vocab_rows = padded_vocab(a.vocab_size) // layout.tp
     if layout.first_stage:
         yield Tensor("embed_tokens", vocab_rows, a.hidden_size, "float")
+        yield from hybrid.first_stage_extras(a, layout)
     if layout.last_stage and not (a.tie_word_embeddings and layout.first_stage):
         yield Tensor("lm_head", vocab_rows, a.hidden_size, "float")
     if layout.last_stage:

@@ -79,6 +79,26 @@ class ModelArchitecture(BaseModel):
     mamba_n_groups: int | None = None
     mamba_d_conv: int | None = None
     mamba_expand: int | None = None
+    mamba_conv_bias: bool | None = None  # None: True (transformers GraniteMoeHybridConfig default)
+    mamba_proj_bias: bool | None = None
+    # MoE and per-layer variants read only by the weights pass (:mod:`ascendflow.compiler.weights_hybrid`):
+    # Qwen3-Next (``shared_expert_intermediate_size``, ``decoder_sparse_step``, ``mlp_only_layers``,
+    # ``attn_output_gate``), gpt-oss / Llama-4 / Granite (``num_local_experts``), Llama-4 (``intermediate_size_mlp``,
+    # ``interleave_moe_layer_step``), Granite (``shared_intermediate_size``), Gemma-3n/4 per-layer inputs, AltUp,
+    # Laurel and ``use_double_wide_mlp``. Unset (None) fields stay out of the plan's architecture dump and hash.
+    num_local_experts: int | None = None
+    shared_expert_intermediate_size: int | None = None
+    shared_intermediate_size: int | None = None
+    decoder_sparse_step: int | None = None
+    mlp_only_layers: tuple[int, ...] | None = None
+    attn_output_gate: bool | None = None  # None: True (vLLM qwen3_next.py getattr default)
+    intermediate_size_mlp: int | None = None
+    interleave_moe_layer_step: int | None = None
+    hidden_size_per_layer_input: int | None = None
+    vocab_size_per_layer_input: int | None = None
+    laurel_rank: int | None = None
+    altup_num_inputs: int | None = None
+    use_double_wide_mlp: bool | None = None
     #: Raw ``vision_config`` of multimodal checkpoints (Qwen3-VL, Qwen2.5-VL, Gemma-3), kept for weight counting.
     vision_config: dict[str, Any] | None = None
     #: The checkpoint's top-level ``model_type`` when the language model was nested (``qwen3_vl``...), else "".
