@@ -17,8 +17,8 @@ def check_quantization(spec: RunSpec, checkpoint: CheckpointInventory | None) ->
     """The quantization option must fit the hardware and the checkpoint's msModelSlim description.
 
     Raises:
-        ConfigError: ``ascend`` on a GPU, ``ascend`` on CPU with a scheme the plugin lacks, an msModelSlim checkpoint without ``ascend``, ``ascend`` on a checkpoint
-            without ``quant_model_description.json``.
+        ConfigError: ``ascend`` on a GPU, ``ascend`` on CPU with a scheme the plugin lacks, an msModelSlim
+            checkpoint without ``ascend``, ``ascend`` on a checkpoint without ``quant_model_description.json``.
     """
     quant, hw = spec.quantization, spec.hardware
     # On CPU the ascendflow vLLM plugin (ascendflow/vllm_plugin, entry point vllm.general_plugins) serves msModelSlim

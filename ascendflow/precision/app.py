@@ -124,8 +124,8 @@ def _measure(spec, prec: dict[str, Any], run_dir: Path, say) -> dict[str, Any]:
     report = compare(ref, cand, [len(p) for p in prompts])
     report["reference"], report["candidate"] = reference, candidate
     report["text_tokens"] = sum(len(t) for t in texts)
-    report["greedy_text"] = {"reference": [ref_tok.decode(g) for g in ref["greedy"]],
-                             "candidate": [cand_tok.decode(g) for g in cand["greedy"]]}
+    report["greedy_text"] = {"reference": [ref_tok.decode(g, skip_special_tokens=True) for g in ref["greedy"]],
+                             "candidate": [cand_tok.decode(g, skip_special_tokens=True) for g in cand["greedy"]]}
     report["engine_seconds"] = {"reference": [ref["load_seconds"], ref["run_seconds"]],
                                 "candidate": [cand["load_seconds"], cand["run_seconds"]]}
     return report

@@ -31,7 +31,8 @@ def test_override_argument_and_environment(monkeypatch: pytest.MonkeyPatch) -> N
 @pytest.mark.skipif(HAS_TORCH_NPU, reason="torch_npu is installed here")
 def test_npu_backend_refused_without_torch_npu() -> None:
     assert available_backends() == ["reference"]
-    with pytest.raises(ValueError, match="^kernel backend=npu: torch_npu is not installed here; use backend=reference$"):
+    with pytest.raises(ValueError,
+                       match="^kernel backend=npu: torch_npu is not installed here; use backend=reference$"):
         get_op("w8a8_dynamic_linear", "cpu", backend="npu")
 
 
