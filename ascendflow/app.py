@@ -103,6 +103,8 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         if multirun:
             refuse_parallel_engines(hc.launcher, mode)
         tracked.set_tags({"run.mode": mode, "run_dir": str(run_dir)})
+        if spec.run.profile and mode != "serve":
+            console.warn_lines([f"run.profile=true: only served runs are profiled; this {mode} run is not"])
         tracked.log_params(spec.model_dump(mode="json"))
         with console.step(f"model {spec.model.name}") as update:
             model = resolve_model(spec.model, need_weights=mode in ("serve", "offline"), progress=update)

@@ -23,6 +23,8 @@ class RunOptions(Spec):
         objective: what the job returns to a sweeper: ``output_throughput`` (tokens/s, to maximise) or
             ``throughput_and_p99_ttft`` (tokens/s up, p99 TTFT in ms down; for multi-objective search).
         slo_p99_ttft_ms: p99 TTFT limit in ms; a job above it (or failed) scores 0 tokens/s so searches move away.
+        profile: profile the benchmark window of a served run with vLLM's torch profiler (trace and top operators
+            in ``<run dir>/profile``; see :mod:`ascendflow.profiling`).
     """
 
     mode: Literal["auto", "plan", "serve", "offline"] = "auto"
@@ -33,3 +35,4 @@ class RunOptions(Spec):
     shutdown_grace_s: float = Field(default=20, gt=0)
     objective: Literal["output_throughput", "throughput_and_p99_ttft"] = "output_throughput"
     slo_p99_ttft_ms: float | None = Field(default=None, gt=0)
+    profile: bool = False
