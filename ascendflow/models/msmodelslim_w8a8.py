@@ -26,7 +26,8 @@ Output folder ``<cache>/SmolLM2-135M-Instruct-w8a8-msmodelslim/`` (about 335 MB,
 
 msModelSlim is not a dependency of ascendflow: it is run in a subprocess, from the Python interpreter named by
 ``$ASCENDFLOW_MSMODELSLIM_PYTHON`` (a separate virtualenv with ``msmodelslim``, ``torch`` and ``transformers``),
-or from the current interpreter if ``msmodelslim`` is importable there.
+else the ``.venv-msmodelslim`` that ``scripts/setup.sh`` builds (at the checkout's root, or in the current
+directory), else the current interpreter if ``msmodelslim`` is importable there.
 """
 
 from __future__ import annotations

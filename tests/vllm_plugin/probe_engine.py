@@ -24,7 +24,10 @@ def main() -> None:
               kv_cache_memory_bytes=128 * 2**20, max_model_len=512, max_num_seqs=2, seed=0)
     chat = llm.chat([[{"role": "user", "content": "What is the capital of France?"}]],
                     SamplingParams(temperature=0.0, max_tokens=16), use_tqdm=False)[0].outputs[0].text
-    print("PROBE " + json.dumps({"parameter_bytes": llm.apply_model(parameter_bytes)[0], "chat": chat}), flush=True)
+    # Pickled by reference: it must come from the module's own name, not __main__ (run with -m).
+    from tests.vllm_plugin.probe_engine import parameter_bytes as by_name
+
+    print("PROBE " + json.dumps({"parameter_bytes": llm.apply_model(by_name)[0], "chat": chat}), flush=True)
 
 
 if __name__ == "__main__":
