@@ -4,7 +4,8 @@ Definitions (positions are the reference's generated tokens, scored teacher-forc
 both engines):
 
 * greedy agreement: share of prompts whose greedy output token ids are identical; first divergence: index of the
-  first differing output token of each prompt (``None`` when identical);
+  first differing output token of each prompt (``None`` when identical), and the reference's margin there (its
+  top-1 minus top-2 logprob, nats; small = a near-tie);
 * top-1 agreement: share of positions where the candidate's most likely token equals the reference's;
 * Δ logprob: candidate minus reference log-probability of the reference token; mean and max of its absolute value;
 * perplexity: ``exp(-mean logprob)`` over the text's tokens after the first, for each engine.
@@ -54,11 +55,16 @@ def compare(reference: dict[str, Any], candidate: dict[str, Any], prompt_lengths
             agree += int(r_top[pos] == c_top[pos])
     abs_d = [abs(d) for d in deltas]
     diverged = [d for d in divergence if d is not None]
+    # Where a greedy output first differs, how close the reference's own top two tokens were (nats): a small gap is
+    # a near-tie that any rounding difference may flip, a large one is a real change of the model's choice.
+    margins = [None if d is None or d >= len(g) else reference["teacher_top1_margin"][i][n + d]
+               for i, (d, n, g) in enumerate(zip(divergence, prompt_lengths, reference["greedy"]))]
     return {
         "prompts": len(same),
         "greedy_agreement": sum(same) / len(same),
         "first_divergence": divergence,
         "earliest_divergence": min(diverged) if diverged else None,
+        "divergence_margin": margins,
         "scored_tokens": len(deltas),
         "top1_agreement": agree / len(deltas),
         "mean_abs_dlogprob": sum(abs_d) / len(abs_d),

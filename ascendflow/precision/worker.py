@@ -3,9 +3,10 @@
 Reads the job JSON (``llm``: vLLM ``LLM`` keyword arguments; ``prompts``: token ids; ``max_tokens``; ``teacher``:
 token-id sequences to score, or null to score the prompts followed by this engine's own greedy outputs; ``texts``:
 token ids of the perplexity text) and writes the result JSON: greedy output token ids, and for every teacher and
-text sequence the log-probability of each token given the ones before it and the engine's top-1 token there
-(vLLM ``SamplingParams(prompt_logprobs=1)``: the actual token's logprob plus the most likely token, position 0
-has none). One engine per process, freed when the process exits (the machine is shared: DESIGN.md).
+text sequence the log-probability of each token given the ones before it, the engine's top-1 token there and the
+gap between its two most likely tokens (vLLM ``SamplingParams(prompt_logprobs=2)``: the actual token's logprob plus
+the two most likely tokens; position 0 has none). One engine per process, freed when the process exits (the
+machine is shared: DESIGN.md).
 """
 
 from __future__ import annotations
@@ -17,19 +18,24 @@ from pathlib import Path
 from typing import Any
 
 
-def _scored(outputs) -> tuple[list[list[float | None]], list[list[int | None]]]:
-    """Per sequence: logprob of each actual token and the top-1 token id at each position (None at position 0)."""
-    logprobs, top1 = [], []
+def _scored(outputs) -> tuple[list[list[float | None]], list[list[int | None]], list[list[float | None]]]:
+    """Per sequence: logprob of each actual token, the top-1 token id, and the gap in nats between the top-1 and
+    top-2 logprobs at each position (None at position 0)."""
+    logprobs, top1, margins = [], [], []
     for out in outputs:
         seq = list(out.prompt_token_ids)
         lps: list[float | None] = [None]
         tops: list[int | None] = [None]
+        gaps: list[float | None] = [None]
         for pos, entry in enumerate(out.prompt_logprobs[1:], start=1):
             lps.append(float(entry[seq[pos]].logprob))
-            tops.append(next(t for t, lp in entry.items() if lp.rank == 1))
+            ranked = {lp.rank: (t, lp.logprob) for t, lp in entry.items()}
+            tops.append(ranked[1][0])
+            gaps.append(float(ranked[1][1] - ranked[2][1]) if 2 in ranked else None)
         logprobs.append(lps)
         top1.append(tops)
-    return logprobs, top1
+        margins.append(gaps)
+    return logprobs, top1, margins
 
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
@@ -48,11 +54,13 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in job["prompts"]], greedy_params, use_tqdm=False)
     greedy = [list(o.outputs[0].token_ids) for o in outs]
     teacher = job.get("teacher") or [p + g for p, g in zip(job["prompts"], greedy)]
-    score = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=1)
-    t_lp, t_top = _scored(llm.generate([TokensPrompt(prompt_token_ids=s) for s in teacher], score, use_tqdm=False))
-    x_lp, _ = _scored(llm.generate([TokensPrompt(prompt_token_ids=s) for s in job["texts"]], score, use_tqdm=False))
+    score = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=2)
+    t_lp, t_top, t_gap = _scored(llm.generate([TokensPrompt(prompt_token_ids=s) for s in teacher], score,
+                                              use_tqdm=False))
+    x_lp, _, _ = _scored(llm.generate([TokensPrompt(prompt_token_ids=s) for s in job["texts"]], score,
+                                      use_tqdm=False))
     return {"greedy": greedy, "teacher": teacher, "teacher_logprobs": t_lp, "teacher_top1": t_top,
-            "text_logprobs": x_lp, "load_seconds": round(loaded - started, 1),
+            "teacher_top1_margin": t_gap, "text_logprobs": x_lp, "load_seconds": round(loaded - started, 1),
             "run_seconds": round(time.monotonic() - loaded, 1)}
 
 
