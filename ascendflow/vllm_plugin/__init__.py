@@ -5,8 +5,8 @@ vLLM 0.32.0 calls every general plugin in every process it starts (API server, e
 ``vllm/plugins/__init__.py`` ``load_general_plugins``, "plugins can be loaded for multiple times in different
 processes"), so :func:`register` is idempotent and cheap. It registers the quantization method ``ascend`` (the name
 vllm-ascend v0.23.0 gives msModelSlim checkpoints, ``vllm_ascend/quantization/modelslim_config.py``
-``AscendModelSlimConfig``) through ``register_quantization_config``, only when no ``ascend`` method exists yet: on
-an NPU host vllm-ascend's own registration wins and this plugin does nothing.
+``AscendModelSlimConfig``) through ``register_quantization_config``, only on the CPU platform and only when no
+``ascend`` method exists yet: on an NPU host vllm-ascend's own registration is left alone.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ METHOD = "ascend"
 
 
 def register() -> None:
-    """Register the ``ascend`` quantization method with vLLM unless one is registered already.
+    """Register the ``ascend`` quantization method with vLLM (CPU platform only) unless one is registered already.
 
     Raises:
         ImportError: vLLM is not installed in this interpreter.
     """
     from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+    from vllm.platforms import current_platform
 
-    if METHOD in QUANTIZATION_METHODS:
+    if METHOD in QUANTIZATION_METHODS or not current_platform.is_cpu():
         return
     from .config import register_config
 
