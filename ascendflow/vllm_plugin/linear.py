@@ -3,10 +3,11 @@
 Parameters are created with the names, shapes and dtypes of the checkpoint (msModelSlim 26.1.0
 ``core/quant_service/modelslim_v1/save/ascendv1.py``) so vLLM's default loader copies every tensor as it is:
 int8 ``weight [N, K]``; W8A8_DYNAMIC float32 ``weight_scale``/``weight_offset [N, 1]``; W8A8 float32
-``input_scale``/``input_offset [1]`` per packed member, int32 ``quant_bias [N]``, float32 (bf16 models) or int64
-(fp16 models) ``deq_scale [N]``. After loading, the weight is transposed to ``[K, N]`` as vllm-ascend v0.23.0 does
-(``process_weights_after_loading`` in ``quantization/methods/w8a8_dynamic.py`` / ``w8a8_static.py``), and the op
-is taken from :func:`ascendflow.kernels.get_op` for the weight's device.
+``input_scale``/``input_offset [1]`` per packed member, int32 ``quant_bias [N]``, ``deq_scale [N]`` held as float32
+(stored as float32, or as its bits in int64: :class:`DeqScaleParameter`). After loading, the weight is transposed
+to ``[K, N]`` as vllm-ascend v0.23.0 does (``process_weights_after_loading`` in
+``quantization/methods/w8a8_dynamic.py`` / ``w8a8_static.py``), and the op is taken from
+:func:`ascendflow.kernels.get_op` for the weight's device.
 """
 
 from __future__ import annotations
@@ -20,6 +21,32 @@ from vllm.model_executor.parameter import (
 )
 
 from ascendflow.kernels import get_op
+from ascendflow.kernels.ops.w8a8_static_linear import deq_scale_from_int64
+
+
+class DeqScaleParameter(ChannelQuantScaleParameter):
+    """Per-channel ``deq_scale`` held as float32 whatever the checkpoint stores.
+
+    msModelSlim writes float32 for a model it sees as bf16 and the float32 bit pattern as int64 otherwise
+    (``format/common/deqscale.py`` ``deqscale2int64_by_dtype``); a checkpoint quantized from a float32 copy (the CPU
+    workaround in :mod:`ascendflow.models.msmodelslim_w8a8`) therefore carries int64 even when its config says bf16.
+    A plain copy would convert the integers' values; the bits are reinterpreted instead.
+    """
+
+    def _as_float(self, loaded_weight: torch.Tensor) -> torch.Tensor:
+        return deq_scale_from_int64(loaded_weight) if loaded_weight.dtype == torch.int64 else loaded_weight
+
+    def load_column_parallel_weight(self, loaded_weight: torch.Tensor) -> None:
+        super().load_column_parallel_weight(self._as_float(loaded_weight))
+
+    def load_merged_column_weight(self, loaded_weight: torch.Tensor, **kwargs) -> None:
+        super().load_merged_column_weight(self._as_float(loaded_weight), **kwargs)
+
+    def load_qkv_weight(self, loaded_weight: torch.Tensor, **kwargs) -> None:
+        super().load_qkv_weight(self._as_float(loaded_weight), **kwargs)
+
+    def load_row_parallel_weight(self, loaded_weight: torch.Tensor) -> None:
+        super().load_row_parallel_weight(self._as_float(loaded_weight))
 
 
 def _int8_weight(layer: torch.nn.Module, k: int, sizes: list[int], loader) -> None:
@@ -66,10 +93,9 @@ class W8A8StaticLinearMethod(LinearMethodBase):
         loader = extra_weight_attrs.get("weight_loader")
         n = sum(output_partition_sizes)
         _int8_weight(layer, input_size_per_partition, list(output_partition_sizes), loader)
-        # msModelSlim: deq_scale float32 for bf16 models, its bit pattern as int64 for fp16 models (deqscale.py).
-        deq_dtype = torch.int64 if params_dtype == torch.float16 else torch.float32
         _channel(layer, "quant_bias", (n,), torch.int32, loader)
-        _channel(layer, "deq_scale", (n,), deq_dtype, loader)
+        layer.register_parameter("deq_scale", DeqScaleParameter(
+            data=torch.empty(n, dtype=torch.float32), output_dim=0, weight_loader=loader))
         for name in ("input_scale", "input_offset"):
             layer.register_parameter(name, PerTensorScaleParameter(
                 data=torch.empty(len(output_partition_sizes), dtype=torch.float32), weight_loader=loader))
