@@ -133,6 +133,8 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         if multirun:
             refuse_parallel_engines(hc.launcher, mode)
         tracked.set_tags({"run.mode": mode, "run_dir": str(run_dir)})
+        if spec.run.profile and mode != "serve":
+            console.warn_lines([f"run.profile=true: only served runs are profiled; this {mode} run is not"])
         tracked.log_params(mask_env_config(spec.model_dump(mode="json"), marked))
         _check_api_key(spec, mode)
         with console.step(f"model {spec.model.name}") as update:

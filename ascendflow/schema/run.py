@@ -30,6 +30,8 @@ class RunOptions(Spec):
             give it to vLLM as ``VLLM_API_KEY`` (read like ``--api-key``, ``vllm/entrypoints/serve/middleware/
             register.py``) and the benchmark client sends it (``OPENAI_API_KEY``); its value is never written.
             ``None``: no key (local runs bind ``host``, 127.0.0.1 by default).
+        profile: profile the benchmark window of a served run with vLLM's torch profiler (trace and top operators
+            in ``<run dir>/profile``; see :mod:`ascendflow.profiling`).
     """
 
     mode: Literal["auto", "plan", "serve", "offline"] = "auto"
@@ -42,3 +44,4 @@ class RunOptions(Spec):
     slo_p99_ttft_ms: float | None = Field(default=None, gt=0)
     max_failed_fraction: float = Field(default=0.0, ge=0, le=1)
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+    profile: bool = False

@@ -1,0 +1,89 @@
+"""``python -m ascendflow.precision`` end to end: two real vLLM engines (eager, 256 MiB KV) one after the other.
+
+Reduced prompt set for test time (4 prompts × 16 tokens; the README's figures use the full 16 × 32): about
+2 minutes per report on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.precision.helpers import SCALE_FACTOR, corrupt_scales
+from tests.vllm_plugin.test_serve_checkpoint import _plugin_path
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = ["precision.num_prompts=4", "precision.max_tokens=16"]
+
+
+def run_precision(args: list[str], cwd: Path, mlflow_uri: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m ascendflow.precision ARGS`` in ``cwd`` (MLflow at ``mlflow_uri``, else tracking off)."""
+    tracking = [f"tracking.tracking_uri={mlflow_uri}"] if mlflow_uri else ["tracking=none"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *_plugin_path(cwd)])
+    return subprocess.run([sys.executable, "-m", "ascendflow.precision", *args, *tracking], cwd=cwd, env=env,
+                          text=True, capture_output=True, timeout=1500)
+
+
+def _report(cwd: Path) -> dict:
+    (path,) = cwd.glob("outputs/precision/*/*/precision_report.json")
+    return json.loads(path.read_text())
+
+
+def _mlflow_run(uri: str):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("ascendflow-precision")
+    (run,) = client.search_runs([exp.experiment_id])
+    return client, run
+
+
+@pytest.mark.e2e
+def test_bf16_against_itself_agrees_exactly(tmp_path: Path, mlflow_uri: str) -> None:
+    proc = run_precision(SMALL, tmp_path, mlflow_uri)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = _report(tmp_path)
+    assert (r["prompts"], r["greedy_agreement"], r["first_divergence"], r["top1_agreement"], r["mean_abs_dlogprob"],
+            r["max_abs_dlogprob"], r["breaches"]) == (4, 1.0, [None] * 4, 1.0, 0.0, 0.0, [])
+    assert r["perplexity_reference"] == r["perplexity_candidate"]
+    client, run = _mlflow_run(mlflow_uri)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["greedy_agreement"] == 1.0 and run.data.metrics["mean_abs_dlogprob"] == 0.0
+    names = sorted(a.path for a in client.list_artifacts(run.info.run_id))
+    assert {"precision_report.json", "dlogprob_hist.png"} <= set(names)
+
+
+@pytest.mark.e2e
+def test_w8a8_against_bf16_within_thresholds(tmp_path: Path, mlflow_uri: str) -> None:
+    proc = run_precision(["model=smollm2_135m_w8a8", "quantization=w8a8_dynamic_ascend",
+                          "precision.reference.model=smollm2_135m", *SMALL], tmp_path, mlflow_uri)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = _report(tmp_path)
+    assert r["candidate"]["quantization"] == "ascend" and r["reference"]["dtype"] == "bfloat16"
+    assert r["breaches"] == []
+    assert 0 < r["mean_abs_dlogprob"] < 0.25 and r["top1_agreement"] >= 0.85
+    assert r["perplexity_candidate"] / r["perplexity_reference"] < 1.10
+    _, run = _mlflow_run(mlflow_uri)
+    assert run.info.status == "FINISHED"
+
+
+@pytest.mark.e2e
+def test_corrupted_scales_fail_the_thresholds(tmp_path: Path, mlflow_uri: str) -> None:
+    from ascendflow.models.msmodelslim_w8a8 import ensure_smollm2_w8a8
+
+    broken = corrupt_scales(ensure_smollm2_w8a8(), tmp_path / "broken")
+    proc = run_precision(["model=local", f"model.path={broken}", "quantization=w8a8_dynamic_ascend",
+                          "precision.reference.model=smollm2_135m", *SMALL], tmp_path, mlflow_uri)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    r = _report(tmp_path)
+    assert r["breaches"] and SCALE_FACTOR == 4.0
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: precision thresholds breached: ")
+    client, run = _mlflow_run(mlflow_uri)
+    assert run.info.status == "FAILED"
+    assert "precision_report.json" in {a.path for a in client.list_artifacts(run.info.run_id)}

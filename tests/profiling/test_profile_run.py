@@ -1,0 +1,36 @@
+"""``run.profile=true`` end to end: vLLM's torch profiler over the benchmark window of a real served run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_ascendflow
+
+
+def test_plan_only_run_says_it_is_not_profiled(tmp_path: Path) -> None:
+    proc = run_ascendflow(["run.profile=true", "run.mode=plan", "tracking=none"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "warning: run.profile=true: only served runs are profiled; this plan run is not" in proc.stdout
+
+
+@pytest.mark.e2e
+def test_profiled_run_writes_trace_and_operator_table(tmp_path: Path, mlflow_uri: str) -> None:
+    proc = run_ascendflow(["run.profile=true", "workload.num_prompts=4", f"tracking.tracking_uri={mlflow_uri}"],
+                          cwd=tmp_path, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (profile,) = tmp_path.glob("outputs/runs/*/*/profile")
+    tables = json.loads((profile / "top_ops.json").read_text())
+    (worker,) = [name for name in tables if name.startswith("rank0.")]
+    assert (profile / worker).is_file() and len(tables[worker]) == 20
+    names = [row["name"] for row in tables[worker]]
+    assert "_C::onednn_mm" in names and "_C::cpu_attention_with_kv_cache" in names
+    assert "top 20 operators by self time" in proc.stdout
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("ascendflow").experiment_id])
+    assert {"profile/top_ops.json", "profile/top_ops.txt", f"profile/{worker}"} <= {
+        a.path for a in client.list_artifacts(run.info.run_id, "profile")}
