@@ -134,7 +134,10 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
             refuse_parallel_engines(hc.launcher, mode)
         tracked.set_tags({"run.mode": mode, "run_dir": str(run_dir)})
         if spec.run.profile and mode != "serve":
-            console.warn_lines([f"run.profile=true: only served runs are profiled; this {mode} run is not"])
+            console.warn_lines([f"run.profile=true: this {mode} run is not profiled here" + (
+                "; the launch scripts carry vLLM's profiler switch (traces in ./vllm_profile on the node between "
+                "/start_profile and /stop_profile, e.g. vllm bench serve --profile)"
+                if spec.hardware.kind != "cpu" and mode == "plan" else "; only served runs are profiled")])
         tracked.log_params(mask_env_config(spec.model_dump(mode="json"), marked))
         _check_api_key(spec, mode)
         with console.step(f"model {spec.model.name}") as update:

@@ -26,6 +26,9 @@ from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
 
+#: Where the launch scripts' profiler writes traces on the node (relative to the launch directory).
+PROFILE_DIR = "./vllm_profile"
+
 #: Launch-time reference for the weights of a quantized plan compiled from inline architecture values.
 MODEL_PATH_REF = "${ASCENDFLOW_MODEL_PATH}"
 
@@ -293,6 +296,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                                pinned_kv=memory.kv_cache_bytes if eng.pin_kv_cache_memory and not explicit_kv
                                else explicit_kv)
     env = common_env(spec, graphs_on=graph.cudagraph_mode != "NONE")
+    if spec.run.profile and hw.kind != "cpu" and rules.profiler_switch == "env":
+        env["VLLM_TORCH_PROFILER_DIR"] = PROFILE_DIR  # vLLM 0.11 envs.py (the CPU runner adds its own switch)
     workers = []
     for node, first, local, devices in place_nodes(par, hw):
         argv = node_argv(hw.kind, engine_args, host="0.0.0.0", port=spec.run.launch_port, node=node,
@@ -353,6 +358,10 @@ def _engine_args(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, *, 
         "enforce_eager": graph.enforce_eager or None,
         "trust_remote_code": spec.model.trust_remote_code or None,  # off unless the config asks (plan warns)
     }
+    if spec.run.profile and hw.kind != "cpu" and rules.profiler_switch == "profiler_config":
+        # vLLM >= 0.13 --profiler-config (vllm-ascend v0.23.0 service_profiling_guide.md); traces are written between
+        # /start_profile and /stop_profile (vllm bench serve --profile). The CPU runner adds its own, per run dir.
+        args["profiler_config"] = {"profiler": "torch", "torch_profiler_dir": PROFILE_DIR}
     if eng.num_speculative_tokens:
         args["speculative_config"] = {"method": eng.speculative_method or "deepseek_mtp",
                                       "num_speculative_tokens": eng.num_speculative_tokens}

@@ -94,6 +94,12 @@ class EngineRules(BaseModel):
         mtp_shares_vocab: the MTP drafter uses the target's embedding (PP = 1) and LM head (from v0.13.0;
             v0.11.0 ``mtp_proposer.py`` loads its own).
         quantization_flag: msModelSlim checkpoints need ``--quantization ascend`` (auto-detected from v0.17.0rc1).
+    Profiling:
+        profiler_switch: how the target's launch scripts turn on vLLM's torch profiler (traces written on
+            ``/start_profile`` … ``/stop_profile``, which ``vllm bench serve --profile`` calls): ``env``
+            (``VLLM_TORCH_PROFILER_DIR``, vLLM 0.11 ``envs.py``) or ``profiler_config`` (``--profiler-config``, vLLM
+            >= 0.13 ``arg_utils.py``; vllm-ascend v0.23.0 ``service_profiling_guide.md``: the env variable is
+            deprecated).
     Defaults:
         batch_defaults: how vLLM ``get_batch_defaults`` picks the server's ``max_num_batched_tokens`` /
             ``max_num_seqs``: ``memory_tiers`` (the platform reports its device memory: the first of
@@ -143,6 +149,7 @@ class EngineRules(BaseModel):
     mla_absorb_copies: bool
     mtp_shares_vocab: bool
     quantization_flag: bool
+    profiler_switch: Literal["env", "profiler_config"]
     batch_defaults: Literal["memory_tiers", "fallback", "cpu_world_size"]
     server_batch_tiers: tuple[tuple[int, int, int], ...] = Field(min_length=1)
     chunked_off_batched_tokens: Literal["max_model_len", "max_with_default"]

@@ -429,3 +429,15 @@ def test_qwen3_vl_checkpoint_plans_with_its_vision_encoder():
     _, plan = plan_for(QWEN3_VL_LOCAL + ["parallel=tp2", "graph=piecewise", "engine.max_num_seqs=256",
                                          "hardware.software=vllm-ascend-0.11.0", "ascend.hccl_op_expansion_mode_aiv=false"])
     assert plan.graph.capture_sizes == [1, 24, 56, 96, 136, 176, 208, 248, 288, 320, 360, 400, 440, 472, 512]
+
+
+def test_profiler_switch_in_launch_scripts_per_release():
+    # vLLM >= 0.13: --profiler-config (vllm-ascend v0.23.0 service_profiling_guide.md); vLLM 0.11: the env variable.
+    _, new = plan_for(["+recipe=qwen3_32b_w8a8", "run.profile=true"])
+    assert new.engine_args["profiler_config"] == {"profiler": "torch", "torch_profiler_dir": "./vllm_profile"}
+    assert "VLLM_TORCH_PROFILER_DIR" not in new.env
+    _, old = plan_for(["+recipe=qwen3_32b_w8a8", "run.profile=true", "hardware.software=vllm-ascend-0.11.0"])
+    assert old.env["VLLM_TORCH_PROFILER_DIR"] == "./vllm_profile" and "profiler_config" not in old.engine_args
+    # Off by default: nothing in the plan.
+    _, off = plan_for(["+recipe=qwen3_32b_w8a8"])
+    assert "profiler_config" not in off.engine_args and "VLLM_TORCH_PROFILER_DIR" not in off.env
