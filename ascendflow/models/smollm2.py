@@ -53,8 +53,12 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _convert(gguf: Path, out: Path) -> None:
-    """Dequantize ``gguf`` to bf16 and save model, generation config and tokenizer into ``out``."""
+def convert_gguf(gguf: Path, out: Path, *, require_chat_template: bool = False) -> None:
+    """Dequantize ``gguf`` to bf16 and save model, generation config and tokenizer into ``out`` (transformers 5.19).
+
+    Raises:
+        RuntimeError: weights left packed after loading, or (``require_chat_template``) no chat template.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -75,7 +79,7 @@ def _convert(gguf: Path, out: Path) -> None:
     model.save_pretrained(str(out))
 
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    if not getattr(tokenizer, "chat_template", None):
+    if require_chat_template and not getattr(tokenizer, "chat_template", None):
         raise RuntimeError(f"the tokenizer read from {gguf.name} has no chat template")
     tokenizer.save_pretrained(str(out))
 
@@ -110,7 +114,7 @@ def ensure_smollm2(cache_dir: Path | None = None, progress: Callable[[str], None
             import transformers
 
             say(f"Converting {gguf.name} to bf16 safetensors in {final} ...")
-            _convert(gguf, tmp)
+            convert_gguf(gguf, tmp, require_chat_template=True)
             write_marker(tmp, {**expected, "transformers_version": transformers.__version__})
             say(f"SmolLM2-135M-Instruct ready in {final}")
     return final
