@@ -10,7 +10,16 @@ from typing_extensions import Annotated
 from ascendflow.schema.base import Spec
 
 #: Environment values as strings: ``+ascend.env.X=1`` arrives from Hydra as an int.
-EnvValue = Annotated[str, BeforeValidator(lambda v: str(v).lower() if isinstance(v, bool) else str(v))]
+def _env_value(value: object) -> str:
+    """One exported string: bools as ``true``/``false``, numbers as text; lists and dicts refused (bash exports one
+    string per variable)."""
+    if isinstance(value, (list, tuple, dict)):
+        raise ValueError("must be a single string or number (a launch script exports one string per variable); "
+                         "quote it as one string")
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+EnvValue = Annotated[str, BeforeValidator(_env_value)]
 
 
 class AdditionalConfig(Spec):

@@ -38,6 +38,11 @@ def format_validation_error(exc: Any, prefix: str = "") -> ConfigError:
     key = ".".join(p for p in (prefix, loc) if p)
     value = err.get("input")
     rule = err["msg"]
+    if len(err["loc"]) >= 2 and err["loc"][-2] == "env":  # never echo a secret environment value
+        from ascendflow.schema.secrets import MASK, is_secret
+
+        if is_secret(str(err["loc"][-1])):
+            value = MASK
     if err["type"] == "extra_forbidden":
         rule = "unknown key (not part of the schema; check the spelling)"
     elif err["type"] == "missing":

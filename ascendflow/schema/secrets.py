@@ -45,9 +45,25 @@ def check_env_names(env: Mapping[str, object] | None, key: str = "ascend.env") -
                                           "starting with a digit, at most 128 characters); rename it")
 
 
+def _leaves(value: object) -> list[str]:
+    """Every scalar inside ``value`` as text (a list- or dict-valued entry, refused later, is still masked whole)."""
+    if isinstance(value, Mapping):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [] if value is None else [str(value)]
+
+
 def secret_values(env: Mapping[str, object] | None, marked: Iterable[str] = ()) -> dict[str, str]:
-    """``{name: value}`` of the secret entries of ``env``."""
-    return {str(k): str(v) for k, v in (env or {}).items() if is_secret(str(k), marked) and v is not None}
+    """``{name: value}`` of the secret entries of ``env`` (``NAME[i]`` for each scalar of a list/dict value)."""
+    found: dict[str, str] = {}
+    for k, v in (env or {}).items():
+        if not is_secret(str(k), marked):
+            continue
+        leaves = _leaves(v)
+        found.update({str(k): leaves[0]} if len(leaves) == 1 and not isinstance(v, (list, tuple, Mapping))
+                     else {f"{k}[{i}]": leaf for i, leaf in enumerate(leaves)})
+    return found
 
 
 def env_ref(name: str) -> str:

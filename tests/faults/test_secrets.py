@@ -99,3 +99,20 @@ def test_env_names_bash_or_mlflow_reject_are_one_line_errors(tmp_path, mlflow_ur
     assert untracked.returncode == 2
     assert f"error: ascend.env='{'A' * 60}…(240 characters)': is not a valid environment" in untracked.stderr
     assert list(tmp_path.glob("outputs/runs/*/*/launch")) == []
+
+
+def test_list_or_dict_env_values_are_refused_and_a_secret_one_is_never_written(tmp_path, mlflow_uri):
+    # Found by the new-user trial: a list-valued secret reached .hydra/ and the MLflow artifacts in clear.
+    secret = "s3cr3tZQ6list"
+    proc = run_ascendflow(["+recipe=qwen3_0_6b", f"+ascend.env.MY_PASSWORD=[{secret},x]",
+                           f"tracking.tracking_uri={mlflow_uri}"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error")]  # (MLflow's store notices aside)
+    assert lines == ["error: ascend.env.MY_PASSWORD='***': Value error, must be a single string or number (a launch "
+                     "script exports one string per variable); quote it as one string"]
+    assert secret not in proc.stdout + proc.stderr
+    leaks = [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert leaks == []
+    proc = run_ascendflow(["+recipe=qwen3_0_6b", "+ascend.env={A: {b: 1}}", "tracking=none"], cwd=tmp_path,
+                          timeout=300)
+    assert proc.returncode == 2 and "ascend.env.A={'b': 1}: Value error, must be a single string" in proc.stderr
