@@ -122,7 +122,8 @@ def _resolve(args: argparse.Namespace) -> tuple[EngineLogFacts, dict[str, Any] |
         target = run_target(store_uri(args.tracking_uri), args.run)
         plan = plan_from_run(target.run)
     elif plan is not None:
-        target = plan_target(store_uri(args.tracking_uri), str(plan["plan_hash"]))
+        target = plan_target(store_uri(args.tracking_uri), str(plan["plan_hash"]),
+                             run_dir=str(Path(args.plan).resolve().parent))
     return facts, plan, target
 
 

@@ -64,8 +64,10 @@ def run_target(uri: str, run_id: str) -> Target:
     return Target(uri, run, False, None)
 
 
-def plan_target(uri: str, plan_hash: str) -> Target:
-    """The latest run tagged ``plan_hash`` (the pipeline tags every run with its plan's hash), else a new run.
+def plan_target(uri: str, plan_hash: str, run_dir: str | None = None) -> Target:
+    """The run whose directory holds the plan (tag ``run_dir``, set on every pipeline run) when there is one, else the
+    latest run tagged ``plan_hash`` (the pipeline tags every run with its plan's hash; identical configs share it),
+    else a new run.
 
     Raises:
         ConfigError: the store cannot be opened.
@@ -75,7 +77,9 @@ def plan_target(uri: str, plan_hash: str) -> Target:
         experiments = [e.experiment_id for e in with_retry(client.search_experiments)]
         runs = with_retry(lambda: client.search_runs(
             experiments, filter_string=f"tags.plan_hash = '{plan_hash}'", order_by=["attributes.start_time DESC"],
-            max_results=1)) if experiments else []
+            max_results=200)) if experiments else []
+        same_dir = [r for r in runs if run_dir and r.data.tags.get("run_dir") == run_dir]
+        runs = same_dir or runs[:1]
     except Exception as exc:
         raise ConfigError("--tracking-uri", uri, f"cannot be used as an MLflow store ({type(exc).__name__}); use an "
                                                  "absolute sqlite:///<path>.db or an http(s) server") from None

@@ -175,3 +175,18 @@ def test_estimate_labels_read_the_plans_estimates_section():
     assert estimate_label({"estimates": ["activation_bytes"]}, "memory.activation_bytes") == "estimate"
     assert estimate_label({"estimates": [{"field": "memory.non_torch_bytes"}]}, "memory.non_torch_bytes") == "estimate"
     assert estimate_label({"estimates": {"memory.graph_bytes": {}}}, "kv_cache.tokens") == "exact"
+
+
+def test_plan_is_recorded_on_the_run_whose_directory_holds_it(tmp_path, mlflow_uri, monkeypatch):
+    # Two runs of one config share a plan_hash (found by the new-user trial): --plan records on the run that wrote
+    # that plan.json (tag run_dir), not on the latest run with the hash.
+    for _ in range(2):
+        job = run_ascendflow([*QWEN3_8B_4807, f"tracking.tracking_uri={mlflow_uri}"], cwd=tmp_path, timeout=600)
+        assert job.returncode == 0, job.stderr
+    first_plan = sorted((tmp_path / "outputs" / "runs").glob("*/*/plan.json"))[0]
+    (tmp_path / "engine.log").write_text(ex.V0110_QWEN3_8B)
+    monkeypatch.chdir(tmp_path)
+    assert main(["engine.log", "--plan", str(first_plan), "--tracking-uri", mlflow_uri]) == 0
+    client, runs = _all_runs(mlflow_uri)
+    recorded = [r for r in runs if "calib.max_concurrency.log" in client.get_run(r.info.run_id).data.metrics]
+    assert [r.data.tags["run_dir"] for r in recorded] == [str(first_plan.parent)]
