@@ -70,6 +70,11 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
 def kv_capacity_line(plan: Plan) -> str:
     """``KV capacity: <blocks> blocks × <block> = <tokens> tokens; max concurrency <x> at max_model_len=<L>``."""
     kv = plan.kv_cache
+    kinds = sorted({g.get("kind", "full") for g in kv.groups})
+    if len(kv.groups) > 1 or set(kinds) - {"full", "mla"}:  # hybrid pool: blocks are shared by the groups
+        return (f"KV capacity: {kv.num_blocks:,} blocks of {kv.block_size} tokens shared by {len(kv.groups)} groups "
+                f"({', '.join(kinds)}) = {kv.tokens:,} tokens as vLLM logs it; max concurrency "
+                f"{kv.max_concurrency:.2f} at max_model_len={plan.engine_args['max_model_len']:,}")
     return (f"KV capacity: {kv.num_blocks:,} blocks × {kv.block_size} tokens = {kv.num_blocks * kv.block_size:,} "
             f"tokens (as vLLM logs it: {kv.tokens:,}); max concurrency {kv.max_concurrency:.2f} at "
             f"max_model_len={plan.engine_args['max_model_len']:,}")

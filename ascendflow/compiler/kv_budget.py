@@ -106,7 +106,8 @@ def kv_cache_plan(
         num_blocks=layout.num_blocks,
         tokens=layout.tokens,
         max_concurrency=round(layout.max_concurrency, 4),
-        attention="mla" if arch.is_mla else "mha",
+        attention="mla" if arch.is_mla else (
+            "hybrid" if {g.kind for g in layout.groups} - {"full"} else "mha"),  # sliding/chunked/Mamba layers
         dtype=kv_dtype,
         groups=[{**asdict(g), "layers": list(g.layers)} for g in layout.groups],
         bytes_per_block=layout.bytes_per_block,

@@ -75,7 +75,8 @@ class KVCachePlan(_Frozen):
         tokens: the capacity vLLM logs (``KV cache size: N tokens``): ``int(num_blocks / blocks_per_request ×
             max_model_len)`` (``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_capacity``, vLLM >= 0.20).
         max_concurrency: requests of ``max_model_len`` tokens that fit at once.
-        attention: ``mha`` (incl. GQA/MQA) or ``mla``.
+        attention: ``mha`` (incl. GQA/MQA; every layer full attention), ``mla``, or ``hybrid`` (sliding, chunked or
+            Mamba/linear-attention layers present: see ``groups``).
         dtype: KV storage dtype.
         groups: vLLM's KV cache groups on the device: ``kind`` (full/sliding/chunked/mla/mamba), ``layers``,
             ``block_size``, ``page_bytes`` (summed over the group's layers), ``window``, ``blocks_per_request``.
