@@ -6,8 +6,8 @@ import pytest
 
 from ascendflow.compiler import compile_plan, launch_scripts
 from ascendflow.models.resolve import resolve_model
-from ascendflow.schema import RunSpec, load_spec
-from tests.conftest import GROUPS, compose_config, group_options, recipe_names
+from ascendflow.schema import RunSpec
+from tests.conftest import GROUPS, compose_config, group_options, plan_for, recipe_names
 
 HOST_MEMORY = 16 * 2**30
 
@@ -49,12 +49,7 @@ CONTEXT = {
 
 
 def _compile(overrides: list[str]):
-    raw = compose_config(overrides)
-    raw.pop("hydra", None)
-    spec = load_spec(raw)
-    model = resolve_model(spec.model, need_weights=False)
-    return spec, compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
-                              host_memory_bytes=HOST_MEMORY, checkpoint=model.checkpoint)
+    return plan_for(overrides, host_memory_bytes=HOST_MEMORY)
 
 
 def test_default_config_is_the_cpu_smollm2_main_job():
