@@ -91,3 +91,19 @@ def still_alive(procs: list[psutil.Process]) -> list[str]:
         except psutil.NoSuchProcess:
             continue
     return alive
+
+
+def wait_for(predicate, timeout: float, what: str, poll_s: float = 0.5):
+    """Poll ``predicate`` until it returns a truthy value (returned) or ``timeout`` seconds pass.
+
+    Raises:
+        AssertionError: timed out, naming ``what``.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out waiting for {what}")

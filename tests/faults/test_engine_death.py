@@ -25,6 +25,7 @@ from tests.e2e.helpers import (
     mlflow_runs,
     read_json,
     still_alive,
+    wait_for,
 )
 
 pytestmark = pytest.mark.e2e
@@ -36,15 +37,6 @@ def _start(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
     """``python -m ascendflow ARGS`` with output to files (a full pipe would block it)."""
     return subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=cwd, env={**os.environ, **env},
                             stdout=open(cwd / "stdout.txt", "w"), stderr=open(cwd / "stderr.txt", "w"))
-
-
-def _wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _status(url: str, key: str | None = None) -> int:
@@ -62,16 +54,16 @@ def test_engine_killed_mid_benchmark_fails_the_run_keeps_the_partial_result_and_
     proc = _start(["run.mode=serve", "run.api_key_env=AF_TEST_API_KEY", "workload.num_prompts=60"], tmp_path,
                   {"MLFLOW_TRACKING_URI": mlflow_uri, "AF_TEST_API_KEY": API_KEY})
     try:
-        run_dir = _wait_for(lambda: next(iter(tmp_path.glob("outputs/runs/*/*")), None), 120, "the run directory")
-        argv = _wait_for(lambda: (run_dir / "serve_command.txt").exists() and
+        run_dir = wait_for(lambda: next(iter(tmp_path.glob("outputs/runs/*/*")), None), 120, "the run directory")
+        argv = wait_for(lambda: (run_dir / "serve_command.txt").exists() and
                          (run_dir / "serve_command.txt").read_text().split(), 300, "the serve command")
         base = f"http://127.0.0.1:{argv[argv.index('--port') + 1]}"
         assert argv[argv.index("--host") + 1] == "127.0.0.1" and API_KEY not in " ".join(argv)
-        _wait_for(lambda: _status(f"{base}/health") == 200, 400, "a healthy engine")
+        wait_for(lambda: _status(f"{base}/health") == 200, 400, "a healthy engine")
         # The API key is enforced: vLLM answers 401 without it, 200 with it.
         assert (_status(f"{base}/v1/models"), _status(f"{base}/v1/models", API_KEY)) == (401, 200)
         bench_log = run_dir / "bench.log"
-        _wait_for(lambda: bench_log.exists() and (progress_from_log(bench_log.read_text(errors="replace")) or
+        wait_for(lambda: bench_log.exists() and (progress_from_log(bench_log.read_text(errors="replace")) or
                                                   (0, 0))[0] >= 5, 300, "5 completed requests")
         tree = descendants(proc.pid)
         (core,) = engine_core_pids(proc.pid)
@@ -102,8 +94,8 @@ def test_sweep_engine_killed_at_start_fails_that_job_and_the_sweep_goes_on(tmp_p
     proc = _start(["-m", "run.mode=serve", "workload.num_prompts=4", "engine.seed=0,1"], tmp_path,
                   {"MLFLOW_TRACKING_URI": mlflow_uri})
     try:
-        job0 = _wait_for(lambda: next(iter(tmp_path.glob("outputs/multirun/*/*/0")), None), 120, "job 0")
-        core = _wait_for(lambda: engine_core_pids(proc.pid), 300, "job 0's engine core")
+        job0 = wait_for(lambda: next(iter(tmp_path.glob("outputs/multirun/*/*/0")), None), 120, "job 0")
+        core = wait_for(lambda: engine_core_pids(proc.pid), 300, "job 0's engine core")
         tree = descendants(proc.pid)
         assert not (job0 / "bench.log").exists()  # still starting
         os.kill(core[0], signal.SIGKILL)

@@ -8,11 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import descendants, mlflow_runs, single_run_dir, still_alive
+from tests.e2e.helpers import descendants, mlflow_runs, single_run_dir, still_alive, wait_for
 
 PLAN_SWEEP = ["-m", "+recipe=glob(*)", "engine.seed=0,1,2", "run.mode=plan"]
 
@@ -22,15 +21,6 @@ def _popen(args: list[str], cwd: Path, uri: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=cwd,
                             env={**env, "MLFLOW_TRACKING_URI": uri}, text=True,
                             stdout=open(cwd / "stdout.txt", "w"), stderr=subprocess.PIPE)
-
-
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _running(uri: str) -> list:
@@ -46,7 +36,7 @@ def test_a_sigkilled_runner_s_run_is_ended_failed_at_the_next_start(tmp_path, ml
     open_client(mlflow_uri)  # the store exists before this test polls it
     proc = _popen(["run.mode=serve"], tmp_path, mlflow_uri)
     try:
-        (stale,) = _wait(lambda: _running(mlflow_uri), 120, "the RUNNING run")
+        (stale,) = wait_for(lambda: _running(mlflow_uri), 120, "the RUNNING run", poll_s=0.2)
         tree = descendants(proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -55,7 +45,7 @@ def test_a_sigkilled_runner_s_run_is_ended_failed_at_the_next_start(tmp_path, ml
             proc.kill()
     assert stale.data.tags["ascendflow.pid"] == str(proc.pid)
     assert stale.data.tags["ascendflow.host"] == os.uname().nodename
-    _wait(lambda: not still_alive(tree), 60, "the killed runner's children to stop")
+    wait_for(lambda: not still_alive(tree), 60, "the killed runner's children to stop", poll_s=0.2)
     nxt = run_ascendflow(["run.mode=plan"], cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri})
     assert nxt.returncode == 0, nxt.stderr[-2000:]
     runs = {r.info.run_id: r for r in mlflow_runs(mlflow_uri)}
@@ -70,7 +60,8 @@ def _interrupt_sweep(tmp_path: Path, uri: str, sig: int) -> tuple[int, str]:
     """Start a plan-only sweep, signal it once its first job wrote its plan, return (exit code, stderr)."""
     proc = _popen(PLAN_SWEEP, tmp_path, uri)
     try:
-        _wait(lambda: list(tmp_path.glob("outputs/multirun/*/*/0/plan.json")), 120, "the first job's plan")
+        wait_for(lambda: list(tmp_path.glob("outputs/multirun/*/*/0/plan.json")), 120, "the first job's plan",
+                 poll_s=0.2)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
