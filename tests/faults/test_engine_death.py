@@ -111,7 +111,11 @@ def test_sweep_engine_killed_at_start_fails_that_job_and_the_sweep_goes_on(tmp_p
     killed, ok = runs["engine.seed=0"], runs["engine.seed=1"]
     assert (killed.info.status, ok.info.status) == ("FAILED", "FINISHED")
     assert killed.data.tags["error"].startswith("engine exited with code"), killed.data.tags["error"]
-    assert "the engine core process died during start-up without reporting an error" in killed.data.tags["error"]
+    # Which cause the engine log carries depends on whether vLLM's process monitor saw the signal before the API
+    # server gave up; both name the killed core (measured: either appears on this machine).
+    assert ("the engine core process died during start-up without reporting an error" in killed.data.tags["error"]
+            or "engine core process EngineCore was killed by SIGKILL" in killed.data.tags["error"]), \
+        killed.data.tags["error"]
     assert "error.txt" in artifact_paths(mlflow_uri, killed.info.run_id)
     assert (ok.data.metrics["completed"], ok.data.metrics["failed"]) == (4, 0)
     assert json.loads((jobs[1] / "benchmark.json").read_text())["completed"] == 4
