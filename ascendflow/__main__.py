@@ -24,21 +24,30 @@ def main(cfg: DictConfig) -> float | None:
     return run_job(cfg)
 
 
+def _interrupted() -> None:
+    """End the sweep's parent run KILLED (if this process opened one), say so on one line, exit 130."""
+    from ascendflow.tracking.sweep import end_open_parent
+
+    if end_open_parent("KILLED"):
+        print("interrupted: the sweep's parent MLflow run ended KILLED", file=sys.stderr)
+    else:
+        print("interrupted", file=sys.stderr)
+    sys.exit(130)
+
+
 def cli() -> None:
     """Run :func:`main` with SIGTERM handled and a sweep's parent run always ended."""
-    from ascendflow.tracking.store import Terminated, install_sigterm
+    from ascendflow.interrupts import Terminated, install_sigterm, stopping
     from ascendflow.tracking.sweep import end_open_parent
 
     install_sigterm()
     try:
         main()
     except (KeyboardInterrupt, Terminated):
-        if end_open_parent("KILLED"):
-            print("interrupted: the sweep's parent MLflow run ended KILLED", file=sys.stderr)
-        else:
-            print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        _interrupted()
     except SystemExit as exc:
+        if exc.code not in (0, None, 130) and stopping():  # a signal that surfaced as another error (see interrupts)
+            _interrupted()
         if exc.code not in (0, None) and end_open_parent("FAILED"):
             print("error: the sweep stopped; its parent MLflow run ended FAILED", file=sys.stderr)
         raise

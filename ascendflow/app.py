@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import traceback
 from pathlib import Path
@@ -31,7 +30,7 @@ from ascendflow.schema.secrets import mask_env_config, mask_text, secret_values
 from ascendflow.tracking import TrackedRun
 from ascendflow.tracking.mlflow_run import bench_metrics
 from ascendflow.tracking.pending import scrub_dir
-from ascendflow.tracking.store import Terminated, install_sigterm
+from ascendflow.interrupts import Terminated, install_sigterm, restore_handlers
 from ascendflow.tracking.objective import objective
 from ascendflow.tracking.sweep import end_parent, job_run_name, read_sweep, refuse_parallel_engines
 
@@ -169,7 +168,7 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
     except Exception as exc:
         return _fail(tracked, run_dir, exc, multirun, spec.run if spec else _run_options(cfg))
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore_handlers(previous)
 
 
 class RunFailedError(RuntimeError):
@@ -238,7 +237,8 @@ def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: b
     if tracked is not None:
         if getattr(exc, "benchmark", None):  # the engine died: the partial benchmark's counts and rates
             tracked.log_metrics(bench_metrics(exc.benchmark))
-        tracked.set_tags({"error": message.splitlines()[0][:500] if message else type(exc).__name__})
+        tracked.set_tags({"error": message.splitlines()[0][:500] if message else type(exc).__name__,
+                          **({"error.stage": exc.stage} if getattr(exc, "stage", None) else {})})
         tracked.end("FAILED", run_dir)
     if os.environ.get("HYDRA_FULL_ERROR") == "1" or (not known and not multirun):
         raise exc

@@ -16,7 +16,8 @@ from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking.flatten import flatten_params, numeric_metrics
 from ascendflow.tracking.pending import PendingRecord, scrub_dir, sync_pending_under
 from ascendflow.tracking.stale import end_stale_runs, process_tags
-from ascendflow.tracking.store import artifact_root, ensure_experiment, open_client, tracking_uri, with_retry
+from ascendflow.tracking.store import (GuardedClient, artifact_root, ensure_experiment, open_client, tracking_uri,
+                                       with_retry)
 from ascendflow.tracking.versions import version_tags
 
 #: Benchmark keys logged as metrics (vllm/benchmarks/serve.py result dict): throughput in req/s and tokens/s,
@@ -94,7 +95,7 @@ class TrackedRun:
         self = cls.__new__(cls)
         self.enabled, self.uri, self.run_id = True, uri, run_id
         self.run_dir, self.secrets, self.pending, self.outage = None, [], None, None
-        self.client = MlflowClient(tracking_uri=uri)
+        self.client = GuardedClient(MlflowClient(tracking_uri=uri))
         self.experiment_id = self.client.get_run(run_id).info.experiment_id
         return self
 

@@ -1,38 +1,41 @@
-"""Where runs are recorded: the tracking URI, the artifact root and the experiment."""
+"""Where runs are recorded: the tracking URI, the artifact root and the experiment.
+
+(``Terminated``, ``install_sigterm`` and ``restore_handlers`` are re-exported from :mod:`ascendflow.interrupts`.)
+"""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
-import signal
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from ascendflow.interrupts import Terminated, install_sigterm, restore_handlers, stopping, store_call
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
 
-
-class Terminated(BaseException):
-    """SIGTERM received. A ``BaseException`` like ``KeyboardInterrupt``: MLflow wraps ``Exception`` raised inside its
-    store calls into ``MlflowException`` (which :func:`with_retry` would retry, measured here: a SIGTERM became a
-    FAILED child "MlflowException: signal 15"), but lets ``BaseException`` through."""
+__all__ = ["GuardedClient", "Terminated", "artifact_root", "ensure_experiment", "install_sigterm", "open_client",
+           "restore_handlers", "store_lock", "tracking_uri", "with_retry"]
 
 
-#: Set once SIGTERM or Ctrl-C arrived: :func:`with_retry` stops retrying.
-_STOPPING = {"signal": None}
+class GuardedClient:
+    """An ``MlflowClient`` whose every method runs inside :func:`store_call` (attributes pass through)."""
 
+    def __init__(self, client: Any) -> None:
+        self._client = client
 
-def on_sigterm(signum: int, frame: Any) -> None:
-    """SIGTERM handler: remember it and unwind like Ctrl-C (:class:`Terminated`)."""
-    _STOPPING["signal"] = signum
-    raise Terminated(f"signal {signum}")
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
 
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            with store_call():
+                return attr(*args, **kwargs)
 
-def install_sigterm() -> Any:
-    """Install :func:`on_sigterm` for SIGTERM; returns the previous handler."""
-    return signal.signal(signal.SIGTERM, on_sigterm)
+        return guarded
 
 
 @contextlib.contextmanager
@@ -56,11 +59,12 @@ def store_lock(uri: str) -> Iterator[None]:
 
 
 def open_client(uri: str):
-    """An ``MlflowClient`` on ``uri`` whose store exists and is migrated (first use under :func:`store_lock`)."""
+    """An ``MlflowClient`` on ``uri`` (a :class:`GuardedClient`) whose store exists and is migrated (first use under
+    :func:`store_lock`)."""
     from mlflow.tracking import MlflowClient
 
     with store_lock(uri):
-        client = MlflowClient(tracking_uri=uri)
+        client = GuardedClient(MlflowClient(tracking_uri=uri))
         with_retry(lambda: client.search_experiments(max_results=1))
     return client
 
@@ -93,7 +97,7 @@ def with_retry(call, attempts: int = 8):
         try:
             return call()
         except MlflowException:
-            if attempt == attempts - 1 or _STOPPING["signal"] is not None:
+            if attempt == attempts - 1 or stopping():
                 raise
             time.sleep(0.25 * (attempt + 1))
     raise AssertionError("unreachable")

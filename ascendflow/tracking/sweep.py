@@ -21,7 +21,8 @@ from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.schema.secrets import mask_text, secret_values
 from ascendflow.tracking.stale import end_stale_runs, process_tags
-from ascendflow.tracking.store import Terminated, artifact_root, ensure_experiment, open_client, tracking_uri
+from ascendflow.interrupts import Terminated
+from ascendflow.tracking.store import artifact_root, ensure_experiment, open_client, tracking_uri
 from ascendflow.tracking.versions import version_tags
 
 SWEEP_FILE = "mlflow_sweep.json"

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import descendants, mlflow_runs, single_run_dir, still_alive, wait_for
+from tests.e2e.helpers import artifact_paths, descendants, mlflow_runs, single_run_dir, still_alive, wait_for
 
 PLAN_SWEEP = ["-m", "+recipe=glob(*)", "engine.seed=0,1,2", "run.mode=plan"]
 
@@ -132,7 +132,7 @@ def test_three_processes_open_a_new_sqlite_store_at_once(tmp_path):
     assert sorted(r.info.status for r in mlflow_runs(uri)) == ["FINISHED"] * 3
 
 
-def test_an_unwritable_artifact_location_is_one_line_and_the_files_stay(tmp_path, mlflow_uri):
+def test_an_unwritable_artifact_location_is_one_line_and_the_next_run_uploads_the_files(tmp_path, mlflow_uri):
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("a file where the artifact folder should be\n")
     proc = run_ascendflow(["run.mode=plan", f"tracking.artifact_location={(blocker / 'sub').as_uri()}"], cwd=tmp_path,
@@ -144,6 +144,16 @@ def test_an_unwritable_artifact_location_is_one_line_and_the_files_stay(tmp_path
     (run,) = mlflow_runs(mlflow_uri)
     assert run.info.status == "FINISHED"
     assert run.data.tags["ascendflow.artifacts_error"].startswith(("NotADirectoryError", "FileExistsError"))
+    assert "plan.json" not in artifact_paths(mlflow_uri, run.info.run_id)
+
+    # The location becomes writable: the next run on this store uploads the kept files before its own.
+    blocker.unlink()
+    nxt = run_ascendflow(["run.mode=plan", f"tracking.artifact_location={(blocker / 'sub').as_uri()}"], cwd=tmp_path,
+                         env={"MLFLOW_TRACKING_URI": mlflow_uri})
+    assert nxt.returncode == 0 and "not uploaded" not in nxt.stderr, nxt.stderr[-2000:]
+    assert not (run_dir / "mlflow_pending.json").exists() and (run_dir / "mlflow_synced.json").exists()
+    assert {"plan.json", "mlflow_pending.json"} <= artifact_paths(mlflow_uri, run.info.run_id)
+    assert sorted(r.info.status for r in mlflow_runs(mlflow_uri)) == ["FINISHED", "FINISHED"]
 
 
 def test_a_sweep_that_raises_ends_its_parent_failed(tmp_path, mlflow_uri):
