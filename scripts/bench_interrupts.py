@@ -69,8 +69,9 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
         rows.append(row)
         print(i, row["signal"], row["delay_s"], row["exit"], "ok" if row["ok"] else "BAD", flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"tries": len(rows), "good": sum(r["ok"] for r in rows), "rows": rows}, indent=2))
+        args.out.parent.mkdir(parents=True, exist_ok=True)  # written after every try: stopping early keeps them
+        args.out.write_text(json.dumps({"tries": len(rows), "good": sum(r["ok"] for r in rows), "rows": rows},
+                                       indent=2))
     print(f"{sum(r['ok'] for r in rows)}/{len(rows)} good; wrote {args.out}")
 
 
