@@ -20,6 +20,10 @@ from ascendflow.models.resolve import resolve_model
 from ascendflow.report import kv_capacity_line, result_record, summary_rows
 from ascendflow.runner.artifacts import write_json, write_plan
 from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes, hardware_present
+from ascendflow.capacity.plot import plot_load_curve
+from ascendflow.capacity.search import load_range
+from ascendflow.runner.capacity_run import serve_and_search
+from ascendflow.runner.engine_metrics import summary_line
 from ascendflow.runner.local import run_offline, serve_and_benchmark
 from ascendflow.runner.server import EngineStartError
 from ascendflow.runner.versions import VersionMismatchError, verify_installed
@@ -129,6 +133,8 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
                               "is missing or cannot be resolved; set it on the command line") from None
         spec = load_spec(raw)
         mode = _mode(spec)
+        if mode == "capacity":
+            load_range(spec.slo, spec.workload)  # a bad SLO is refused before anything starts
         if multirun:
             refuse_parallel_engines(hc.launcher, mode)
         tracked.set_tags({"run.mode": mode, "run_dir": str(run_dir)})
@@ -140,7 +146,7 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         tracked.log_params(mask_env_config(spec.model_dump(mode="json"), marked))
         _check_api_key(spec, mode)
         with console.step(f"model {spec.model.name}") as update:
-            model = resolve_model(spec.model, need_weights=mode in ("serve", "offline"), progress=update)
+            model = resolve_model(spec.model, need_weights=mode in ("serve", "offline", "capacity"), progress=update)
         plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
                             host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
                             host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
@@ -150,13 +156,18 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         outcome = _execute(mode, plan, spec, run_dir, secrets)
         record = result_record(plan, outcome)
         write_json(run_dir / "result.json", record)
+        if "capacity" in outcome:
+            plot_load_curve(outcome["capacity"], run_dir / "capacity" / "load_curve.png",
+                            f"{name} · {spec.model.id}")
+            tracked.set_tags({"capacity.slo_met": str(outcome["capacity"]["slo_met"]).lower(),
+                              "capacity.variable": outcome["capacity"]["variable"]})
         tracked.log_metrics({**_plan_metrics(plan), **record["metrics"]})
         _check_requests(mode, record, spec.run, tracked)
         tracked.end("FINISHED", run_dir)
         console.memory_waterfall(plan.memory.model_dump(), kv_capacity_line(plan))
         console.summary(f"ascendflow · {mode} · plan {plan.plan_hash}", summary_rows(plan, record, written),
                         _footer(tracked, run_dir))
-        console.warn_lines(plan.warnings)
+        console.warn_lines(plan.warnings + [line for line in [summary_line(record["metrics"])] if line])
         return objective(spec.run, record["metrics"]) if mode != "plan" else None
     except (KeyboardInterrupt, Terminated):
         tracked.set_tags({"error": "interrupted"})
@@ -255,6 +266,9 @@ def _execute(mode: str, plan: Plan, spec: RunSpec, run_dir: Path, secrets: dict[
     if mode == "serve":
         with console.step("serve + benchmark (vLLM server, vLLM's benchmark client)") as update:
             return serve_and_benchmark(plan, spec, run_dir, update, secrets)
+    if mode == "capacity":
+        with console.step("capacity search at the SLO (vLLM server, vLLM's benchmark client)") as update:
+            return serve_and_search(plan, spec, run_dir, update, secrets)
     with console.step("offline generation (vllm.LLM)") as update:
         return run_offline(plan, spec, run_dir, update, secrets)
 

@@ -32,10 +32,15 @@ def result_record(plan: Plan, outcome: Mapping[str, Any]) -> dict[str, Any]:
             engine["model_load_gib"], 1e-9)
     if "engine_start_s" in outcome:
         metrics["engine_start_s"] = float(outcome["engine_start_s"])
+    metrics.update({k: float(v) for k, v in outcome.get("engine_metrics", {}).items()})
+    capacity = outcome.get("capacity")
+    if capacity:
+        metrics.update({k: float(v) for k, v in capacity.items() if isinstance(v, (int, float))})
     # Large per-request lists stay in benchmark.json; result.json keeps the summary.
     summary = {k: v for k, v in benchmark.items() if not isinstance(v, list)}
     return {"plan_hash": plan.plan_hash, "metrics": metrics, "engine": engine, "benchmark": summary,
-            "reported_kv_cache_tokens": reported, "predicted_kv_cache_tokens": plan.kv_cache.tokens}
+            "reported_kv_cache_tokens": reported, "predicted_kv_cache_tokens": plan.kv_cache.tokens,
+            **({"capacity": capacity} if capacity else {})}
 
 
 def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Path]) -> dict[str, str]:
@@ -61,6 +66,27 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
         if f"mean_{name}_ms" in m:
             rows[name.upper() + " (ms)"] = (f"mean {m[f'mean_{name}_ms']:.1f}, median {m[f'median_{name}_ms']:.1f}, "
                                             f"p99 {m[f'p99_{name}_ms']:.1f}")
+    if "engine_preemptions" in m:
+        rows["engine (/metrics)"] = ", ".join(
+            [f"{int(m['engine_preemptions'])} preemptions"]
+            + ([f"KV cache peak {100 * m['engine_kv_cache_usage_peak']:.0f} %"]
+               if "engine_kv_cache_usage_peak" in m else [])
+            + ([f"prefix-cache hit rate {100 * m['engine_prefix_cache_hit_rate']:.0f} %"]
+               if "engine_prefix_cache_hit_rate" in m else [])
+            + ([f"mean queue time {m['engine_queue_time_mean_ms']:.0f} ms"] if "engine_queue_time_mean_ms" in m
+               else []))
+    capacity = record.get("capacity")
+    if capacity:
+        targets = ", ".join(f"{k} ≤ {v:g}" for k, v in capacity["targets"].items())
+        rows["capacity at SLO"] = (
+            f"{capacity['capacity_rps']:.2f} req/s at {capacity['variable']}={capacity['capacity_load']:g} "
+            f"({capacity['capacity_rps_per_device']:.2f} req/s per device, goodput "
+            f"{capacity['capacity_goodput_rps']:.2f} req/s; SLO {targets}; {capacity['load_points']} load points)"
+            + (" — at least: the highest load tried met the SLO (raise slo.max_load / workload.num_prompts)"
+               if capacity["capacity_at_range_max"] else "")
+            if capacity["slo_met"] else
+            f"SLO not met at any load ({targets}; lowest {capacity['variable']} tried missed it; "
+            f"{capacity['load_points']} load points)")
     rows["plan"] = str(written["plan"])
     rows["launch"] = ", ".join(p.name for k, p in written.items() if k != "plan") + " in " + str(
         written["plan"].parent / "launch")

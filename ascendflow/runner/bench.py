@@ -19,8 +19,12 @@ from ascendflow.schema.workload import WorkloadSpec
 
 
 def bench_argv(workload: WorkloadSpec, *, base_url: str, served_model_name: str, tokenizer: str,
-               run_dir: Path) -> list[str]:
-    """``vllm bench serve`` arguments for the workload; the result JSON goes to ``run_dir/benchmark.json``."""
+               run_dir: Path, result_filename: str = "benchmark.json",
+               goodput: dict[str, float] | None = None) -> list[str]:
+    """``vllm bench serve`` arguments for the workload; the result JSON goes to ``run_dir/<result_filename>``.
+
+    ``goodput``: per-request SLO in ms (``{"ttft": ms, "tpot": ms}``) for vLLM's ``--goodput``, which adds
+    ``request_goodput`` (requests/s whose every listed latency met it) to the result."""
     argv = [
         "--backend", "openai", "--base-url", base_url, "--endpoint", "/v1/completions",
         "--model", served_model_name, "--tokenizer", tokenizer,
@@ -28,12 +32,14 @@ def bench_argv(workload: WorkloadSpec, *, base_url: str, served_model_name: str,
         "--request-rate", "inf" if math.isinf(workload.request_rate) else str(workload.request_rate),
         "--temperature", str(workload.temperature),
         "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
-        "--save-result", "--result-dir", str(run_dir), "--result-filename", "benchmark.json",
+        "--save-result", "--result-dir", str(run_dir), "--result-filename", result_filename,
     ]
     if workload.max_concurrency:
         argv += ["--max-concurrency", str(workload.max_concurrency)]
     if workload.ignore_eos:
         argv.append("--ignore-eos")
+    if goodput:
+        argv += ["--goodput", *(f"{k}:{v:g}" for k, v in goodput.items())]
     if workload.dataset == "chat":
         dataset = write_chat_dataset(workload, run_dir / "workload" / "chat.jsonl")
         argv += ["--dataset-name", "custom", "--dataset-path", str(dataset), "--custom-output-len", "-1"]

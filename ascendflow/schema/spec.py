@@ -17,6 +17,7 @@ from ascendflow.schema.parallel import ParallelSpec
 from ascendflow.schema.quantization import QuantizationSpec
 from ascendflow.schema.run import RunOptions
 from ascendflow.schema.secrets import check_env_names
+from ascendflow.schema.slo import SloSpec
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.schema.workload import WorkloadSpec
 
@@ -34,6 +35,7 @@ class RunSpec(Spec):
     workload: WorkloadSpec
     tracking: TrackingSpec
     run: RunOptions
+    slo: SloSpec = SloSpec()
 
 
 def load_spec(config: Mapping[str, Any]) -> RunSpec:

@@ -11,7 +11,8 @@ FAILED_TTFT_MS = 1e9
 
 
 def objective(run: RunOptions, metrics: Mapping[str, float] | None) -> float | tuple[float, float]:
-    """``output_throughput`` (tokens/s), or ``(output_throughput, p99_ttft_ms)`` for ``throughput_and_p99_ttft``.
+    """``output_throughput`` (tokens/s), ``(output_throughput, p99_ttft_ms)`` for ``throughput_and_p99_ttft``, or
+    ``capacity_rps`` (requests/s at the SLO; 0 for a failed job or one whose lowest load missed the SLO).
 
     A failed job (``metrics`` is ``None`` or nothing completed) scores 0 tokens/s (and :data:`FAILED_TTFT_MS`); a job
     whose p99 TTFT exceeds ``run.slo_p99_ttft_ms`` scores 0 tokens/s, so a search moves away from both. A job with
@@ -20,6 +21,8 @@ def objective(run: RunOptions, metrics: Mapping[str, float] | None) -> float | t
     over the whole duration, so without the factor a configuration that drops requests could outrank one that
     serves them all.
     """
+    if run.objective == "capacity_rps":
+        return float((metrics or {}).get("capacity_rps", 0.0))
     ok = bool(metrics) and metrics.get("completed", 0) > 0
     throughput = float(metrics.get("output_throughput", 0.0)) if ok else 0.0
     if ok and metrics.get("failed", 0) > 0:

@@ -109,7 +109,7 @@ def refuse_parallel_engines(launcher: DictConfig | None, mode: str) -> None:
     """
     target = str(OmegaConf.select(launcher, "_target_", default="")) if launcher is not None else ""
     n_jobs = OmegaConf.select(launcher, "n_jobs", default=1) if launcher is not None else 1
-    if "joblib" in target and n_jobs != 1 and mode in ("serve", "offline"):
+    if "joblib" in target and n_jobs != 1 and mode in ("serve", "offline", "capacity"):
         raise ConfigError("hydra.launcher.n_jobs", n_jobs,
                           "parallel jobs would start engines on the same devices at once; use run.mode=plan for "
                           "parallel sweeps, or hydra.launcher.n_jobs=1")
@@ -124,6 +124,43 @@ def _hardware_here(config: DictConfig) -> bool:
         return hardware_present(HardwareSpec.model_validate(OmegaConf.to_container(config.hardware, resolve=True)))
     except Exception:  # an invalid hardware option fails in every job with its own message
         return OmegaConf.select(config, "hardware.kind", default="cpu") == "cpu"
+
+
+_ABSENT = object()
+
+
+def refuse_bad_search_space(config: DictConfig) -> None:
+    """A sweeper's search space must name existing config keys; a capacity search must vary at least one server
+    knob and never the workload or the SLO (the search sets the load itself and holds the rest fixed).
+
+    Raises:
+        ConfigError: a swept key (command line or ``hydra.sweeper.params``) that is not in the config (Hydra would
+            fail the first job with a multi-line error), an empty capacity search space, or a capacity search over
+            ``workload.*``/``slo.*``.
+    """
+    choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
+    added = {o.split("=", 1)[0].lstrip("+") for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []
+             if o.startswith("+")}
+    for name in swept_keys(config):
+        if name in added or name in choices or name.split("/")[0] in choices:
+            continue  # an added key (explicit) or a config group option (graph=eager,compiled)
+        if OmegaConf.select(config, name, default=_ABSENT) is _ABSENT:
+            given = {o.split("=", 1)[0].lstrip("+~"): o.split("=", 1)[-1]
+                     for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []}
+            params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+            raise ConfigError(name, given.get(name, params.get(name)), "is not a config key, so no job could use it (check the spelling; "
+                                               "`python -m ascendflow --cfg job` lists the keys)")
+    if OmegaConf.select(config, "run.mode", default="auto") != "capacity":
+        return
+    keys = swept_keys(config)
+    if not keys:
+        raise ConfigError("hydra.sweeper.params", "{}", "a capacity sweep needs at least one server knob to vary; "
+                                                        "sweep one on the command line, e.g. engine.max_num_seqs=4,16")
+    held = [k for k in keys if k.split(".")[0] in ("workload", "slo")]
+    if held:
+        raise ConfigError(held[0], OmegaConf.select(config, held[0], default=None),
+                          "a capacity search varies the load itself and holds the workload and SLO fixed; sweep "
+                          "server knobs (engine.*, graph, parallel.*, quantization) and run one sweep per workload")
 
 
 def refuse_search_without_measurements(config: DictConfig, engines: bool) -> None:
@@ -144,6 +181,22 @@ def refuse_search_without_measurements(config: DictConfig, engines: bool) -> Non
                                         f"hardware that is here")
 
 
+def print_ranking(rows: list[dict[str, Any]]) -> None:
+    """The capacity ranking as a table on the terminal (rich)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="capacity at the SLO, per server config")
+    for col in ("rank", "config", "capacity req/s", "per device", "load", "p99 TTFT ms", "p99 TPOT ms", "Pareto"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(str(r["rank"]), r["name"], f"{r['capacity_rps']:.2f}" if r["slo_met"] else "SLO not met",
+                      f"{r['capacity_rps_per_device']:.2f}", f"{r['capacity_load']:g}",
+                      f"{r['capacity_p99_ttft_ms']:.0f}", f"{r['capacity_p99_tpot_ms']:.1f}",
+                      "yes" if r["pareto"] else "")
+    Console(stderr=True).print(table)
+
+
 class MlflowSweepCallback(Callback):
     """Hydra callback: the MLflow parent run of a multirun."""
 
@@ -152,10 +205,11 @@ class MlflowSweepCallback(Callback):
         the parent run; write ``mlflow_sweep.json`` into the sweep directory. (Hydra turns callback exceptions into
         warnings, so refusals and store errors exit here with ``SystemExit`` and one line.)"""
         mode = OmegaConf.select(config, "run.mode", default="auto")
-        engines = mode in ("serve", "offline") or (mode == "auto" and _hardware_here(config))
+        engines = mode in ("serve", "offline", "capacity") or (mode == "auto" and _hardware_here(config))
         try:
             refuse_parallel_engines(OmegaConf.select(config, "hydra.launcher"), "serve" if engines else "plan")
             refuse_search_without_measurements(config, engines)
+            refuse_bad_search_space(config)
             tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
             if not tracking.enabled:
                 return
@@ -201,9 +255,22 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """End the parent FINISHED with the children's counts (failed children do not fail the sweep)."""
-        sweep = read_sweep(Path(str(config.hydra.sweep.dir)).resolve())
+        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        sweep = read_sweep(sweep_dir)
         if sweep is None:
             return
+        try:  # a capacity sweep's ranking and Pareto plot; never stops the parent from ending
+            from ascendflow.capacity.ranking import record_on_parent
+
+            client = _client(sweep["tracking_uri"])
+            children = client.search_runs([sweep["experiment_id"]], max_results=10000,
+                                          filter_string=f"tags.mlflow.parentRunId = '{sweep['run_id']}' and "
+                                                        f"attributes.status = 'FINISHED'")
+            rows = record_on_parent(client, sweep["run_id"], children, sweep_dir)
+            if rows:
+                print_ranking(rows)
+        except Exception as exc:
+            print(f"warning: the capacity ranking was not recorded ({type(exc).__name__}: {exc})", file=sys.stderr)
         end_parent(sweep, "FINISHED")
         ACTIVE.pop("sweep", None)
         counts = sweep_counts(sweep["tracking_uri"], sweep["experiment_id"], sweep["run_id"])

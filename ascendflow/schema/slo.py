@@ -1,0 +1,48 @@
+"""SLO option (``conf/slo/*.yaml``): the latency targets a capacity search (``run.mode=capacity``) holds."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ascendflow.schema.base import Spec
+
+
+class SloSpec(Spec):
+    """Latency service-level objective and how the capacity search varies the load.
+
+    A load point meets the SLO when its p99 TTFT and p99 TPOT (ms, as vLLM's benchmark client reports them) are at or
+    below the targets. The search finds the highest load that meets it, like ``vllm bench sweep serve_sla``
+    (``vllm/benchmarks/sweep/serve_sla.py`` ``solve_sla``: the maximum first, then the minimum, then the root of a
+    monotone PCHIP interpolation of the margin, bisection when it has none).
+
+    Attributes:
+        name: option name.
+        p99_ttft_ms: p99 time to first token target (ms); ``None``: not part of the SLO.
+        p99_tpot_ms: p99 time per output token target (ms); ``None``: not part of the SLO.
+        variable: the load the search varies: ``max_concurrency`` (requests in flight, all sent at once) or
+            ``request_rate`` (requests/s, Poisson arrivals, no concurrency cap).
+        min_load: lowest load tried (concurrency, or req/s).
+        max_load: highest load tried; ``None``: ``workload.num_prompts`` for concurrency (all prompts in flight),
+            64 req/s for rates (vLLM's serve_sla tries 8192 as "infinite"; past the point where every prompt is sent
+            before the first answers, more rate changes nothing).
+        resolution: the search stops when the highest passing and lowest failing loads are this close (1 for
+            concurrency, as serve_sla; a fraction of a req/s for rates).
+        max_points: most load points measured per server config (each is one run of the benchmark client).
+    """
+
+    name: str = "default"
+    p99_ttft_ms: float | None = Field(default=None, gt=0)
+    p99_tpot_ms: float | None = Field(default=None, gt=0)
+    variable: Literal["max_concurrency", "request_rate"] = "max_concurrency"
+    min_load: float = Field(default=1, gt=0)
+    max_load: float | None = Field(default=None, gt=0)
+    resolution: float = Field(default=1, gt=0)
+    max_points: int = Field(default=6, ge=2, le=64)
+
+    @property
+    def targets(self) -> dict[str, float]:
+        """``{"p99_ttft_ms": ms, "p99_tpot_ms": ms}`` for the targets that are set."""
+        return {k: v for k, v in (("p99_ttft_ms", self.p99_ttft_ms), ("p99_tpot_ms", self.p99_tpot_ms))
+                if v is not None}
