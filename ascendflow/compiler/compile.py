@@ -11,13 +11,15 @@ from ascendflow.compiler.environment import common_env, node_address, worker_env
 from ascendflow.compiler.graph import GraphContext, graph_plan
 from ascendflow.compiler.kv_budget import kv_cache_plan
 from ascendflow.compiler.launch import node_argv
+from ascendflow.compiler.launch_nodes import nnodes_argv, ray_worker_argv
 from ascendflow.compiler.limits import resolve_limits
 from ascendflow.compiler.memory import GIB, KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes, non_torch_bytes
 from ascendflow.compiler.estimates import plan_estimates
 from ascendflow.compiler.plan import MemoryPlan, Plan, StagePlan, TargetPlan, WorkerPlan, plan_hash
 from ascendflow.compiler.rules import EngineRules, engine_rules
 from ascendflow.compiler.software import software_row
-from ascendflow.compiler.topology import check_parallel, place_nodes
+from ascendflow.compiler.placement import place
+from ascendflow.compiler.topology import check_parallel
 from ascendflow.compiler.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
 from ascendflow.compiler.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
 from ascendflow.schema.architecture import ModelArchitecture
@@ -140,6 +142,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     row = software_row(hw)
     rules = engine_rules(row["row"])
     check_parallel(par, hw, arch)
+    launcher, placement = place(par, hw, rules, row["row"])
     if eng.num_speculative_tokens and not arch.num_nextn_predict_layers:
         raise ConfigError("engine.num_speculative_tokens", eng.num_speculative_tokens,
                           "the model has no MTP layers (num_nextn_predict_layers = 0)")
@@ -291,25 +294,27 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                                     block_size=block_size, graph=graph, extra_config=extra_config,
                                     pinned_kv=memory.kv_cache_bytes if eng.pin_kv_cache_memory and not explicit_kv
                                     else explicit_kv)
+    if launcher in ("mp-nnodes", "ray"):
+        engine_args["distributed_executor_backend"] = par.distributed_executor_backend
     env = common_env(spec, graphs_on=graph.cudagraph_mode != "NONE")
     if spec.run.profile and hw.kind != "cpu" and rules.profiler_switch == "env":
         env["VLLM_TORCH_PROFILER_DIR"] = PROFILE_DIR  # vLLM 0.11 envs.py (the CPU runner adds its own switch)
-    workers = []
-    for node, first, local, devices in place_nodes(par, hw):
-        argv = node_argv(hw.kind, engine_args, host="0.0.0.0", port=spec.run.launch_port, node=node,
-                         nodes=par.nodes, dp_local=local, dp_start=first, dp_address=node_address(spec, 0),
-                         dp_rpc_port=par.data_parallel_rpc_port)
-        workers.append(WorkerPlan(node_rank=node, dp_rank=first, devices=devices,
-                                  env=worker_env(spec, node, devices), command=argv))
+    if launcher == "ray" and hw.kind == "npu":
+        # vllm-ascend v0.23.0 docs/source/tutorials/features/ray.md; platform.py ray_noset_device_env_vars: Ray must
+        # not rewrite ASCEND_RT_VISIBLE_DEVICES per worker (vLLM assigns the devices itself).
+        env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] = "1"
+    workers = [_worker(spec, launcher, engine_args, node.node_rank, node.dp_ranks[0], len(node.dp_ranks),
+                       node.devices) for node in placement]
 
     target = TargetPlan(hardware=hw.name, kind=hw.kind, device_name=hw.device_name, nodes=par.nodes,
-                        devices_per_node=hw.devices_per_node, engine=row)
+                        devices_per_node=hw.devices_per_node, engine=row,
+                        k8s_device_resource=hw.k8s_device_resource)
     model = {"name": spec.model.name, "id": spec.model.id, "architecture": arch.model_dump(exclude_none=True)}
     estimates = plan_estimates(hw, explicit_kv is not None, checkpoint is not None, graph.cudagraph_mode,
                                rules.graph_memory_profiled or eng.pin_kv_cache_memory, rules.graph_memory_profiled,
                                frozenset(g.get("kind", "full") for g in kv.groups))
     semantic = {
-        "target": target.model_dump(), "model": model,
+        "target": target.model_dump(exclude={"k8s_device_resource"}), "model": model,
         "engine_args": {k: v for k, v in engine_args.items() if k != "model"},
         "env": env, "workers": [(w.node_rank, w.dp_rank, w.devices, w.env) for w in workers],
         # Memory read from this machine (CPU "device" = NUMA node) is a measurement, not configuration.
@@ -319,4 +324,26 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     }
     return Plan(plan_hash=plan_hash(semantic), target=target, model=model, engine_args=engine_args,
                 serve_command=workers[0].command, env=env, workers=workers, memory=memory, kv_cache=kv, graph=graph,
-                stages=stage_plans, warnings=warnings, rules=rules.model_dump(), estimates=estimates)
+                stages=stage_plans, warnings=warnings, rules=rules.model_dump(), estimates=estimates,
+                launcher=launcher, placement=placement)
+
+
+def _worker(spec: RunSpec, launcher: str, engine_args: dict, node: int, first_dp: int, local_dp: int,
+            devices: list[int]) -> WorkerPlan:
+    """Node ``node``'s worker: its environment and the command its launcher runs there
+    (:mod:`ascendflow.compiler.launch`, :mod:`ascendflow.compiler.launch_nodes`)."""
+    hw, par, port = spec.hardware, spec.parallel, spec.run.launch_port
+    head = node_address(spec, 0)
+    if launcher == "mp-nnodes":
+        argv = nnodes_argv(hw.kind, engine_args, host="0.0.0.0", port=port, node=node, nodes=par.nodes,
+                           master_addr=head, master_port=par.master_port)
+    elif launcher == "ray" and node > 0:
+        argv = ray_worker_argv(head_addr=head, ray_port=par.ray_port, node_addr=node_address(spec, node))
+    elif launcher == "ray":
+        argv = node_argv(hw.kind, engine_args, host="0.0.0.0", port=port, node=0, nodes=1, dp_local=1, dp_start=0,
+                         dp_address=head, dp_rpc_port=par.data_parallel_rpc_port)
+    else:
+        argv = node_argv(hw.kind, engine_args, host="0.0.0.0", port=port, node=node, nodes=par.nodes,
+                         dp_local=local_dp, dp_start=first_dp, dp_address=head, dp_rpc_port=par.data_parallel_rpc_port)
+    return WorkerPlan(node_rank=node, dp_rank=first_dp, devices=devices, env=worker_env(spec, node, devices),
+                      command=argv)

@@ -95,26 +95,45 @@ def launch_scripts(plan: Plan) -> dict[str, str]:
     """Shell scripts for the target nodes: ``node<k>.sh`` (exports, then ``exec`` of the node's argv) and, for
     Ascend targets, ``preflight.sh``.
     """
+    from ascendflow.compiler.launch_ray import ray_head_lines, ray_preflight_script
+    from ascendflow.compiler.lws import lws_manifest
+
     scripts: dict[str, str] = {}
     for worker in plan.workers:
-        texts = [*plan.env.values(), *worker.env.values(), *worker.command]
+        head = ray_head_lines(plan, _shell_value) if plan.launcher == "ray" and worker.node_rank == 0 else []
+        texts = [*plan.env.values(), *worker.env.values(), *worker.command, *head]
         lines = [
             "#!/usr/bin/env bash",
             f"# ascendflow plan {plan.plan_hash}: node {worker.node_rank} of {plan.target.nodes} "
             f"({plan.target.hardware}, {plan.target.device_name}; {plan.target.engine['row']})",
-            f"# DP ranks from {worker.dp_rank}, devices {worker.devices}. Generated: recompile instead of editing.",
+            f"# {_ranks_line(plan, worker.node_rank)}, devices {worker.devices}. Generated: recompile instead of editing.",
             "set -euo pipefail",
             "",
             *_guard(_required_refs(texts)),
             *(f"export {k}={_shell_value(v)}" for k, v in sorted(plan.env.items())),
             *(f"export {k}={_shell_value(v)}" for k, v in sorted(worker.env.items())),
             "",
+            *head,
             "exec " + " ".join(_shell_value(a) for a in worker.command) + ' "$@"',
         ]
         scripts[f"node{worker.node_rank}.sh"] = "\n".join(lines) + "\n"
     if plan.target.kind == "npu":
         scripts["preflight.sh"] = preflight_script(plan)
+    if plan.launcher == "ray":
+        scripts["ray_preflight.sh"] = ray_preflight_script(plan)
+    if plan.target.kind == "npu" and plan.target.nodes > 1 and plan.target.k8s_device_resource:
+        scripts["lws.yaml"] = lws_manifest(plan, required_refs=_required_refs(
+            [t for w in plan.workers for t in [*plan.env.values(), *w.env.values(), *w.command]]))
     return scripts
+
+
+def _ranks_line(plan: Plan, node: int) -> str:
+    """The header line naming what node ``node`` runs (DP ranks, or the worker ranks of a spanning DP rank)."""
+    if plan.launcher in ("mp-nnodes", "ray") and plan.placement:
+        where = plan.placement[node]
+        return (f"{plan.launcher}: worker ranks {where.ranks[0]}-{where.ranks[-1]} (PP stages {where.pp_stages}) "
+                f"of one DP rank")
+    return f"DP ranks from {plan.workers[node].dp_rank}"
 
 
 def preflight_script(plan: Plan) -> str:

@@ -22,6 +22,8 @@ class TargetPlan(_Frozen):
     nodes: int
     devices_per_node: int
     engine: dict[str, str | None]
+    #: Kubernetes resource name of one device (``hardware.k8s_device_resource``); deployment metadata, not hashed.
+    k8s_device_resource: str | None = None
 
 
 class WorkerPlan(_Frozen):
@@ -32,6 +34,26 @@ class WorkerPlan(_Frozen):
     devices: list[int]
     env: dict[str, str]
     command: list[str]
+
+
+class NodePlacement(_Frozen):
+    """What one node runs: its local devices and the vLLM worker ranks on them.
+
+    Attributes:
+        node_rank: the node (0 serves the API).
+        devices: local device indices used.
+        ranks: global worker ranks on the node; vLLM orders ranks DP-major, then PP, then TP (TP fastest:
+            ``rank = dp × PP × TP + pp × TP + tp``, ``vllm/distributed/parallel_state.py``
+            ``initialize_model_parallel``).
+        dp_ranks: DP ranks with a worker on the node.
+        pp_stages: pipeline stages with a worker on the node.
+    """
+
+    node_rank: int
+    devices: list[int]
+    ranks: list[int]
+    dp_ranks: list[int]
+    pp_stages: list[int]
 
 
 class MemoryPlan(_Frozen):
@@ -128,6 +150,11 @@ class Plan(_Frozen):
     kv_cache: KVCachePlan
     graph: GraphPlan
     stages: list[StagePlan] = Field(default_factory=list)
+    #: How the nodes are launched: ``single`` (one node), ``mp-dp`` (multi-node DP, each DP rank within a node),
+    #: ``mp-nnodes`` (vLLM ``--nnodes`` multiprocessing, a DP rank spanning nodes) or ``ray`` (Ray cluster).
+    launcher: str = "single"
+    #: Worker ranks per node (:class:`NodePlacement`).
+    placement: list[NodePlacement] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     #: The release rules the plan was compiled with (``compiler/data/engine_rules.yaml`` row, with its sources).
     rules: dict[str, Any] = Field(default_factory=dict)

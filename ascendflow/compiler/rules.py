@@ -100,6 +100,16 @@ class EngineRules(BaseModel):
             (``VLLM_TORCH_PROFILER_DIR``, vLLM 0.11 ``envs.py``) or ``profiler_config`` (``--profiler-config``, vLLM
             >= 0.13 ``arg_utils.py``; vllm-ascend v0.23.0 ``service_profiling_guide.md``: the env variable is
             deprecated).
+    Multi-node launch (one DP rank spanning nodes, :mod:`ascendflow.compiler.placement`):
+        multinode_mp_launcher: vLLM's own multi-node multiprocessing launcher exists: ``--nnodes``, ``--node-rank``,
+            ``--master-addr``, ``--master-port`` (``vllm/engine/arg_utils.py``, ``vllm/config/parallel.py``
+            ``ParallelConfig.nnodes``), with ``--headless`` worker nodes (``vllm/entrypoints/cli/serve.py``
+            ``run_headless``: multiproc workers when ``node_rank_within_dp > 0``). Absent from vLLM 0.11.0; present in
+            vLLM 0.13.0 and read by vllm-ascend from v0.12.0rc1 (``patch/platform/patch_multiproc_executor.py``).
+        ray_cross_node_pp: pipeline stages on different nodes run under ``--distributed-executor-backend ray``;
+            ``False`` where a public report shows them failing at that release (vllm-ascend issue #10910: vLLM
+            0.19.1, Ray across two nodes, TP works, PP and DP fail; vLLM's ``RayDistributedExecutor`` multi-node PP
+            assertion in Ray compiled graphs at 0.19.1, replaced by ``RayExecutorV2`` in vLLM 0.20.0, vllm PR #36836).
     Defaults:
         batch_defaults: how vLLM ``get_batch_defaults`` picks the server's ``max_num_batched_tokens`` /
             ``max_num_seqs``: ``memory_tiers`` (the platform reports its device memory: the first of
@@ -155,6 +165,8 @@ class EngineRules(BaseModel):
     chunked_off_batched_tokens: Literal["max_model_len", "max_with_default"]
     default_batched_tokens_capped: bool
     block_size_rule: Literal["prefix_or_chunked", "unless_ascend_scheduler", "platform"]
+    multinode_mp_launcher: bool
+    ray_cross_node_pp: bool
 
 
 @lru_cache(maxsize=1)

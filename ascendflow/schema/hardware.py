@@ -44,6 +44,10 @@ class HardwareSpec(Spec):
             besides HCCL's), bytes; the communicators' ``HCCL_BUFFSIZE`` is added by the compiler.
         multinode_moe_env: extra environment for multi-node MoE with expert parallel (A2:
             ``HCCL_INTRA_PCIE_ENABLE=1``, ``HCCL_INTRA_ROCE_ENABLE=0``; reference §6).
+        k8s_device_resource: the Kubernetes extended resource one device is requested as (``launch/lws.yaml``):
+            ``huawei.com/Ascend910`` for Atlas A2/A3 under the MindCluster Ascend Device Plugin (hiascend.com
+            MindCluster 7.3.0 ``dlruntime_ug_005``), ``huawei.com/Ascend310P`` for 300I Duo; Huawei Cloud CCE's
+            plugin uses ``huawei.com/ascend-1980`` (override ``hardware.k8s_device_resource=...``).
         peak_tflops_bf16: optional dense bf16 peak, TFLOPS (user-supplied; not documented by vllm-ascend).
         memory_bandwidth_gbps: optional device memory bandwidth, GB/s (user-supplied).
     """
@@ -65,5 +69,6 @@ class HardwareSpec(Spec):
     occupied_bytes: int = Field(default=0, ge=0)
     non_torch_bytes: int = Field(default=0, ge=0)
     multinode_moe_env: dict[str, str] = Field(default_factory=dict)
+    k8s_device_resource: str | None = None
     peak_tflops_bf16: float | None = Field(default=None, gt=0)
     memory_bandwidth_gbps: float | None = Field(default=None, gt=0)

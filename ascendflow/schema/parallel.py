@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from ascendflow.schema.base import Spec
@@ -21,6 +23,13 @@ class ParallelSpec(Spec):
         nic_name: network interface used by HCCL/GLOO/TP sockets on every node (``GLOO_SOCKET_IFNAME``...). ``None``:
             launch scripts require ``ASCENDFLOW_NIC`` at launch time.
         data_parallel_rpc_port: vLLM ``--data-parallel-rpc-port`` on node 0.
+        distributed_executor_backend: how one DP rank that spans nodes (TP × PP > devices per node) is launched
+            (vLLM ``--distributed-executor-backend``): ``mp``: vLLM's multi-node multiprocessing (``--nnodes``,
+            ``--node-rank``, ``--master-addr``, ``--master-port``, ``--headless`` on nodes > 0; vLLM >= 0.12);
+            ``ray``: a Ray cluster (head on node 0, workers join), ``vllm serve`` on node 0 only. Plans whose DP ranks
+            each fit one node keep the multi-node DP launch and need ``mp``.
+        master_port: vLLM ``--master-port`` on node 0 for the ``mp`` multi-node launcher (vLLM default 29501).
+        ray_port: the Ray head's GCS port (``ray start --head --port``; Ray's default 6379).
     """
 
     tensor_parallel_size: int = Field(default=1, ge=1)
@@ -31,6 +40,9 @@ class ParallelSpec(Spec):
     node_addresses: tuple[str, ...] = ()
     nic_name: str | None = None
     data_parallel_rpc_port: int = Field(default=13389, ge=1, le=65535)
+    distributed_executor_backend: Literal["mp", "ray"] = "mp"
+    master_port: int = Field(default=29501, ge=1, le=65535)
+    ray_port: int = Field(default=6379, ge=1, le=65535)
 
     @property
     def world_size(self) -> int:

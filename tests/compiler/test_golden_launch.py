@@ -35,6 +35,11 @@ def _scripts(recipe: str) -> dict[str, str]:
     return launch_scripts(_plan(recipe))
 
 
+def _golden_files(folder: Path) -> list[Path]:
+    """Launch scripts and the Kubernetes manifest (``lws.yaml``) of one recipe."""
+    return [*folder.glob("*.sh"), *folder.glob("*.yaml")]
+
+
 @pytest.mark.parametrize("recipe", recipe_names())
 def test_plan_matches_golden(recipe):
     """The whole plan (memory waterfall, KV, graph, engine args, rules, estimates) per recipe, as reviewed JSON."""
@@ -53,11 +58,11 @@ def test_launch_scripts_match_golden(recipe):
     folder = GOLDEN / recipe
     if os.environ.get("UPDATE_GOLDEN") == "1":
         folder.mkdir(parents=True, exist_ok=True)
-        for stale in folder.glob("*.sh"):
+        for stale in _golden_files(folder):
             stale.unlink()
         for name, text in scripts.items():
             (folder / name).write_text(text)
-    expected = {p.name: p.read_text() for p in sorted(folder.glob("*.sh"))}
+    expected = {p.name: p.read_text() for p in sorted(_golden_files(folder))}
     assert expected, f"no golden files for {recipe}: run with UPDATE_GOLDEN=1 and review them"
     assert scripts == expected
 
@@ -65,6 +70,8 @@ def test_launch_scripts_match_golden(recipe):
 @pytest.mark.parametrize("recipe", recipe_names())
 def test_launch_scripts_are_valid_bash(recipe, tmp_path):
     for name, text in _scripts(recipe).items():
+        if not name.endswith(".sh"):
+            continue
         path = tmp_path / name
         path.write_text(text)
         proc = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)

@@ -1,0 +1,47 @@
+"""Per-node argv of the launchers for a DP rank that spans nodes (pure): vLLM's ``--nnodes`` multiprocessing and a
+Ray worker's ``ray start``.
+
+- ``mp-nnodes`` (vLLM >= 0.12; vllm-ascend v0.13.0 ``long_sequence_context_parallel_multi_node.md`` runs TP16 over two
+  nodes this way): every node runs ``vllm serve MODEL ... --nnodes N --node-rank k --master-addr <node 0>
+  --master-port P``; nodes k > 0 add ``--headless`` (``vllm/entrypoints/cli/serve.py`` ``run_headless`` starts only
+  the multiproc workers when ``node_rank_within_dp > 0``).
+- ``ray`` (vllm-ascend v0.23.0 ``docs/source/tutorials/features/ray.md``): node 0 starts the Ray head and runs
+  ``vllm serve ... --distributed-executor-backend ray``; node k > 0 joins with ``ray start --address=<head>:<port>
+  --node-ip-address=<node k> --block`` (``--block`` keeps the script in the foreground, like ``exec vllm``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ascendflow.compiler.launch import SERVE_PREFIX, engine_args_to_argv
+
+
+def nnodes_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int, node: int, nodes: int,
+                master_addr: str, master_port: int) -> list[str]:
+    """``vllm serve`` argv of node ``node`` under vLLM's multi-node multiprocessing launcher.
+
+    Args:
+        kind: hardware kind (entry point, :data:`~ascendflow.compiler.launch.SERVE_PREFIX`).
+        engine_args: the plan's engine arguments (``distributed_executor_backend: mp`` among them).
+        host, port: API server bind address and TCP port (used by node 0; kept on every node for one argv shape).
+        node, nodes: this node's rank and the node count (``--node-rank``, ``--nnodes``).
+        master_addr, master_port: node 0's address and the torch.distributed port (``--master-addr/--master-port``).
+    """
+    argv = [*SERVE_PREFIX[kind], str(engine_args["model"]), *engine_args_to_argv(engine_args),
+            "--nnodes", str(nodes), "--node-rank", str(node), "--master-addr", master_addr,
+            "--master-port", str(master_port)]
+    if node > 0:
+        argv.append("--headless")
+    return argv + ["--host", host, "--port", str(port)]
+
+
+def ray_worker_argv(*, head_addr: str, ray_port: int, node_addr: str) -> list[str]:
+    """``ray start`` argv that joins node ``node_addr`` to the Ray head at ``head_addr:ray_port`` and blocks."""
+    return ["ray", "start", f"--address={head_addr}:{ray_port}", f"--node-ip-address={node_addr}", "--block"]
+
+
+def ray_head_argv(*, head_addr: str, ray_port: int) -> list[str]:
+    """``ray start`` argv of the Ray head on node 0 (vllm-ascend v0.23.0 ``ray.md``: ``ray start --head``; Ray
+    finds the NPUs itself and names the resource ``NPU``, vllm-ascend ``platform.py`` ``ray_device_key``)."""
+    return ["ray", "start", "--head", f"--port={ray_port}", f"--node-ip-address={head_addr}"]

@@ -1,0 +1,85 @@
+"""Ray launcher scripts (pure text): the head's start lines in ``node0.sh`` and ``ray_preflight.sh``, which waits until
+the cluster shows every NPU of the plan before ``vllm serve`` starts.
+
+Sources: vllm-ascend v0.23.0 ``docs/source/tutorials/features/ray.md`` (head ``ray start --head``, workers ``ray start
+--address=<head>:6379 --node-ip-address=<local>``, per-node ``HCCL_IF_IP``/``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME``,
+``ASCEND_RT_VISIBLE_DEVICES`` and ``RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1`` exported *before* ``ray
+start``: Ray workers inherit the environment of the node's raylet, so a change needs a Ray restart); vllm-ascend
+``vllm_ascend/platform.py`` (v0.11.0 … v0.23.0) ``ray_device_key = "NPU"`` (the Ray resource the NPUs are counted in;
+``GPU`` on CUDA).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from ascendflow.compiler.launch_nodes import ray_head_argv
+from ascendflow.compiler.plan import Plan
+
+#: Ray resource name of one device per hardware kind (vllm-ascend ``platform.py`` ``ray_device_key``; vLLM CUDA ``GPU``).
+RAY_RESOURCE = {"npu": "NPU", "gpu": "GPU", "cpu": "CPU"}
+#: Seconds ``ray_preflight.sh`` waits for the workers to join (override with ``ASCENDFLOW_RAY_WAIT_S``).
+RAY_WAIT_S = 600
+
+
+def ray_devices(plan: Plan) -> int:
+    """Devices the Ray cluster must show: every node's devices (TP × PP of the one DP rank)."""
+    return sum(len(w.devices) for w in plan.workers)
+
+
+def ray_head(plan: Plan) -> tuple[str, int]:
+    """Node 0's address (a literal or a ``${ASCENDFLOW_NODE0_IP}`` reference) and the Ray port, as the workers'
+    ``ray start --address=<head>:<port>`` names them."""
+    address = next(a for a in plan.workers[1].command if a.startswith("--address="))
+    head, port = address.split("=", 1)[1].rsplit(":", 1)
+    return head, int(port)
+
+
+def ray_head_lines(plan: Plan, quote) -> list[str]:
+    """Lines of ``node0.sh`` before ``exec vllm serve``: start the head, then wait for the cluster.
+
+    Args:
+        plan: a plan with ``launcher == "ray"``.
+        quote: the launch pass's shell quoting (keeps references expandable).
+    """
+    head_addr, port = ray_head(plan)
+    return [
+        "# Ray head (node 0); then start launch/node<k>.sh on every other node: they join and block.",
+        " ".join(quote(a) for a in ray_head_argv(head_addr=head_addr, ray_port=port)),
+        'bash "$(dirname "$0")/ray_preflight.sh"',
+        "",
+    ]
+
+
+def ray_preflight_script(plan: Plan) -> str:
+    """``ray_preflight.sh``: polls ``ray.cluster_resources()`` until it counts the plan's devices (resource
+    :data:`RAY_RESOURCE`) and ``len(plan.workers)`` alive nodes; exits non-zero with ``ray status`` after
+    ``ASCENDFLOW_RAY_WAIT_S`` seconds (default :data:`RAY_WAIT_S`)."""
+    resource, need, nodes = RAY_RESOURCE[plan.target.kind], ray_devices(plan), len(plan.workers)
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# ascendflow Ray preflight for plan {plan.plan_hash}: wait until the cluster shows {need} {resource} on "
+        f"{nodes} nodes.",
+        "# node0.sh runs it after `ray start --head`; run it by hand on node 0 to check a cluster.",
+        "set -euo pipefail",
+        f'wait_s="${{ASCENDFLOW_RAY_WAIT_S:-{RAY_WAIT_S}}}"',
+        "python3 - \"$wait_s\" <<'PY' || { ray status >&2 || true; exit 1; }",
+        "import sys, time",
+        "import ray",
+        f"need, resource, nodes = {need}, {shlex.quote(resource)}, {nodes}",
+        "deadline = time.monotonic() + float(sys.argv[1])",
+        "ray.init(address='auto', logging_level='ERROR')",
+        "while True:",
+        "    have = int(ray.cluster_resources().get(resource, 0))",
+        "    alive = sum(1 for n in ray.nodes() if n.get('Alive'))",
+        "    if have >= need and alive >= nodes:",
+        "        print(f'ray preflight: {alive} nodes, {have} {resource}: OK')",
+        "        break",
+        "    if time.monotonic() > deadline:",
+        "        sys.exit(f'ray preflight: {alive}/{nodes} nodes, {have}/{need} {resource} after {sys.argv[1]} s: start '",
+        "                 'launch/node<k>.sh on every node; check HCCL_IF_IP/GLOO_SOCKET_IFNAME and '",
+        "                 'RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES were exported before ray start')",
+        "    time.sleep(5)",
+        "PY",
+    ]
+    return "\n".join(lines) + "\n"

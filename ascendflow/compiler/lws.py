@@ -1,0 +1,126 @@
+"""Kubernetes LeaderWorkerSet manifest for a multi-node Ascend plan (pure text): ``launch/lws.yaml``.
+
+One LWS group is one deployment of the plan: the leader pod runs ``node0.sh`` (it serves the API), worker pod ``k``
+runs ``node<k>.sh``. The scripts come from a ConfigMap made from the run's ``launch/`` directory (docs/multinode.md);
+the pod only supplies what the scripts ask for at launch time:
+
+- ``ASCENDFLOW_NODE0_IP``: the leader's pod IP (``status.podIP``; with ``hostNetwork`` the node's IP, which HCCL
+  needs); on workers the leader's address ``LWS_LEADER_ADDRESS`` (set by LWS, ``api/leaderworkerset/v1``
+  ``leaderworkerset_types.go``) resolved to an IP by ``getent``;
+- ``ASCENDFLOW_NODE<k>_IP``: the pod's own IP (each worker reads only its own ``k``, ``LWS_WORKER_INDEX``);
+- other ``ASCENDFLOW_*`` values (NIC name, model path): ``configMapKeyRef`` of ConfigMap ``ascendflow-cluster``;
+- secrets (API keys): ``secretKeyRef`` of Secret ``ascendflow-secrets``, never a value.
+
+Device requests: ``hardware.k8s_device_resource`` per node (MindCluster Ascend Device Plugin: ``huawei.com/Ascend910``
+for Atlas A2/A3 training and inference servers, hiascend.com MindCluster 7.3.0 ``dlruntime_ug_005``; Huawei Cloud CCE's
+plugin names them ``huawei.com/ascend-1980``, as vllm-ascend's own CI manifest
+``tests/e2e/nightly/multi_node/scripts/lws.yaml.jinja2`` at v0.23.0 does). ``/dev/shm`` is a memory volume (reference
+§7: multi-card containers need a large ``--shm-size``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from ascendflow.compiler.plan import Plan
+
+#: The LWS API (kubernetes-sigs/lws ``config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml``).
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+#: Where the launch ConfigMap is mounted in each pod.
+LAUNCH_DIR = "/ascendflow/launch"
+CLUSTER_CONFIGMAP = "ascendflow-cluster"
+SECRETS = "ascendflow-secrets"
+#: ``/dev/shm`` size per pod (reference §7: ``--shm-size`` 8g for multi-card containers).
+SHM = "8Gi"
+
+
+def lws_name(plan: Plan) -> str:
+    """``ascendflow-<plan_hash>``: the LWS and its launch ConfigMap (``<name>-launch``)."""
+    return f"ascendflow-{plan.plan_hash}"
+
+
+def image(plan: Plan) -> str:
+    """The release's public image: ``quay.io/ascend/vllm-ascend:v<release>`` (``-a3`` for Atlas A3; vllm-ascend
+    ``docs/source/installation.md``); replace it with your registry's copy."""
+    tag = plan.target.engine["row"].removeprefix("vllm-ascend-")
+    return f"quay.io/ascend/vllm-ascend:v{tag}" + ("-a3" if "A3" in plan.target.hardware.upper() else "")
+
+
+def _env(refs: list[str], *, leader: bool) -> list[dict]:
+    env: list[dict] = []
+    for ref in refs:
+        node = re.fullmatch(r"ASCENDFLOW_NODE(\d+)_IP", ref)
+        if node and leader == (node.group(1) == "0"):
+            env.append({"name": ref, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+        elif node:
+            continue  # the leader reads only node 0's IP; a worker resolves it from LWS_LEADER_ADDRESS (command)
+        elif ref.startswith("ASCENDFLOW_"):
+            env.append({"name": ref, "valueFrom": {"configMapKeyRef": {"name": CLUSTER_CONFIGMAP, "key": ref}}})
+        else:
+            env.append({"name": ref, "valueFrom": {"secretKeyRef": {"name": SECRETS, "key": ref}}})
+    return env
+
+
+def _pod(plan: Plan, refs: list[str], *, leader: bool) -> dict:
+    devices = max(len(w.devices) for w in plan.workers)
+    resource = plan.target.k8s_device_resource
+    if leader:
+        command = ["bash", f"{LAUNCH_DIR}/node0.sh"]
+    else:
+        resolve = ('export ASCENDFLOW_NODE0_IP="${ASCENDFLOW_NODE0_IP:-$(getent hosts "$LWS_LEADER_ADDRESS" '
+                   "| awk '{print $1; exit}')}\"; " if "ASCENDFLOW_NODE0_IP" in refs else "")
+        command = ["bash", "-c", resolve + f'exec bash {LAUNCH_DIR}/node"$LWS_WORKER_INDEX".sh']
+    container = {
+        "name": "vllm-leader" if leader else "vllm-worker",
+        "image": image(plan),
+        "command": command,
+        "env": _env(refs, leader=leader),
+        "resources": {"limits": {resource: devices}, "requests": {resource: devices}},
+        "volumeMounts": [{"name": "launch", "mountPath": LAUNCH_DIR}, {"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    if leader:
+        port = int(plan.serve_command[plan.serve_command.index("--port") + 1])
+        container["ports"] = [{"containerPort": port, "name": "http"}]
+        container["readinessProbe"] = {"httpGet": {"path": "/health", "port": port}, "periodSeconds": 10}
+    return {
+        "metadata": {"labels": {"ascendflow/plan": plan.plan_hash, "role": "leader" if leader else "worker"}},
+        "spec": {
+            "hostNetwork": True,
+            "dnsPolicy": "ClusterFirstWithHostNet",
+            "containers": [container],
+            "volumes": [
+                {"name": "launch", "configMap": {"name": f"{lws_name(plan)}-launch", "defaultMode": 0o755}},
+                {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM}},
+            ],
+        },
+    }
+
+
+def lws_manifest(plan: Plan, required_refs: list[str]) -> str:
+    """The plan as one LeaderWorkerSet (size = nodes, one group), YAML text.
+
+    Args:
+        plan: a multi-node plan.
+        required_refs: the ``${NAME}`` references its launch scripts require (see module docstring for the source
+            of each in the pod).
+    """
+    doc = {
+        "apiVersion": LWS_API,
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": lws_name(plan), "labels": {"ascendflow/plan": plan.plan_hash}},
+        "spec": {
+            "replicas": 1,
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": {
+                "size": plan.target.nodes,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": _pod(plan, required_refs, leader=True),
+                "workerTemplate": _pod(plan, required_refs, leader=False),
+            },
+        },
+    }
+    header = (f"# ascendflow plan {plan.plan_hash}: LeaderWorkerSet, {plan.target.nodes} pods ({plan.launcher}). "
+              f"Apply: see docs/multinode.md\n")
+    return header + yaml.safe_dump(doc, sort_keys=False, width=120)

@@ -1,0 +1,86 @@
+"""``launch/lws.yaml``: valid against the vendored LeaderWorkerSet CRD schema (its pod templates are core/v1
+``PodTemplateSpec``), strictly (unknown fields rejected, as ``kubectl apply --validate=strict``), with secrets only as
+``secretKeyRef``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from ascendflow.compiler import compile_plan, launch_scripts
+from ascendflow.models.resolve import resolve_model
+from ascendflow.schema import load_spec
+from tests.conftest import compose_config
+
+SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "data" / "schemas" / "leaderworkerset-v1.json")
+                    .read_text())
+MULTI_NODE = ["deepseek_r1", "qwen3_235b_tp16_2nodes", "qwen3_235b_tp16_2nodes_ray", "qwen3_235b_tp8pp2_2nodes",
+              "qwen3_235b_tp8pp2_2nodes_ray"]
+
+
+def _strict(schema):
+    """Forbid fields the schema does not name, except where Kubernetes keeps unknown fields
+    (``x-kubernetes-preserve-unknown-fields``) or the object is a map (``additionalProperties`` given)."""
+    if isinstance(schema, dict):
+        out = {k: _strict(v) for k, v in schema.items()}
+        if ("properties" in schema and "additionalProperties" not in schema
+                and not schema.get("x-kubernetes-preserve-unknown-fields")):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema
+
+
+STRICT = _strict(SCHEMA)
+
+
+def _manifest(recipe: str, *overrides: str) -> dict:
+    raw = compose_config([f"+recipe={recipe}", *overrides])
+    raw.pop("hydra", None)
+    spec = load_spec(raw)
+    plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture,
+                        model_path=spec.model.path or "/models/x")
+    return yaml.safe_load(launch_scripts(plan)["lws.yaml"])
+
+
+@pytest.mark.parametrize("recipe", MULTI_NODE)
+def test_lws_is_valid(recipe):
+    doc = _manifest(recipe)
+    jsonschema.validate(doc, SCHEMA)
+    jsonschema.validate(doc, STRICT)
+    assert doc["apiVersion"] == "leaderworkerset.x-k8s.io/v1" and doc["kind"] == "LeaderWorkerSet"
+    assert doc["spec"]["leaderWorkerTemplate"]["size"] == 2
+
+
+def test_strict_schema_rejects_a_misspelt_field():
+    doc = _manifest("qwen3_235b_tp16_2nodes")
+    doc["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["resource"] = {}
+    jsonschema.validate(doc, SCHEMA)  # the CRD alone keeps unknown fields (pruned by the server)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, STRICT)
+
+
+def test_lws_pods_ask_for_a_whole_node_and_take_secrets_by_reference():
+    doc = _manifest("qwen3_235b_tp16_2nodes_ray", "run.api_key_env=ACME_KEY")
+    template = doc["spec"]["leaderWorkerTemplate"]
+    leader, worker = (template[t]["spec"] for t in ("leaderTemplate", "workerTemplate"))
+    for pod in (leader, worker):
+        assert pod["hostNetwork"] is True
+        container = pod["containers"][0]
+        assert container["resources"] == {"limits": {"huawei.com/Ascend910": 8},
+                                          "requests": {"huawei.com/Ascend910": 8}}
+        env = {e["name"]: e for e in container["env"]}
+        assert env["ACME_KEY"] == {"name": "ACME_KEY", "valueFrom": {"secretKeyRef": {"name": "ascendflow-secrets",
+                                                                                       "key": "ACME_KEY"}}}
+        assert all("value" not in e for e in container["env"])
+    assert leader["containers"][0]["command"] == ["bash", "/ascendflow/launch/node0.sh"]
+    assert {e["name"] for e in leader["containers"][0]["env"]} == {
+        "ACME_KEY", "ASCENDFLOW_MODEL_PATH", "ASCENDFLOW_NIC", "ASCENDFLOW_NODE0_IP"}
+    assert {e["name"] for e in worker["containers"][0]["env"]} == {
+        "ACME_KEY", "ASCENDFLOW_MODEL_PATH", "ASCENDFLOW_NIC", "ASCENDFLOW_NODE1_IP"}
+    assert worker["containers"][0]["command"][-1].endswith('exec bash /ascendflow/launch/node"$LWS_WORKER_INDEX".sh')
