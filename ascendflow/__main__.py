@@ -26,8 +26,10 @@ def main(cfg: DictConfig) -> float | None:
 
 def _interrupted() -> None:
     """End the sweep's parent run KILLED (if this process opened one), say so on one line, exit 130."""
+    from ascendflow.tracking.mlflow_run import end_open_runs
     from ascendflow.tracking.sweep import end_open_parent
 
+    end_open_runs("KILLED")  # a job's run the signal reached before its own handler could end it
     if end_open_parent("KILLED"):
         print("interrupted: the sweep's parent MLflow run ended KILLED", file=sys.stderr)
     else:

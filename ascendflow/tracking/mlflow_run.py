@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ascendflow.interrupts import store_call
 from ascendflow.schema.secrets import MASK, mask_text
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking.flatten import flatten_params, numeric_metrics
@@ -27,6 +28,26 @@ BENCH_METRICS = (
     "total_input_tokens", "total_output_tokens",
     *(f"{stat}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for stat in ("mean", "median", "p90", "p99")),
 )
+
+
+#: Runs this process created and has not ended yet (run id -> client): :func:`end_open_runs` ends them when a
+#: signal lands where no ``finally`` of theirs runs (e.g. right after ``create_run``, before the job's handler).
+OPEN_RUNS: dict[str, Any] = {}
+
+
+def end_open_runs(status: str) -> list[str]:
+    """End every run in :data:`OPEN_RUNS` with ``status`` (tag ``error=interrupted``); returns their ids. Store
+    errors are skipped (the next start ends such runs as stale)."""
+    ended = []
+    for run_id, client in list(OPEN_RUNS.items()):
+        try:
+            client.set_tag(run_id, "error", "interrupted")
+            client.set_terminated(run_id, status=status)
+            ended.append(run_id)
+        except Exception:
+            pass
+        OPEN_RUNS.pop(run_id, None)
+    return ended
 
 
 class TrackedRun:
@@ -79,9 +100,11 @@ class TrackedRun:
                 sync_pending_under(outputs_dir, self.uri, self.client)
             except Exception:
                 pass
-        run = with_retry(lambda: self.client.create_run(self.experiment_id, run_name=self._mask(run_name),
-                                                        tags=tags))
-        self.run_id = run.info.run_id
+        with store_call():  # a signal now is raised only once the run is registered for end_open_runs
+            run = with_retry(lambda: self.client.create_run(self.experiment_id, run_name=self._mask(run_name),
+                                                            tags=tags))
+            self.run_id = run.info.run_id
+            OPEN_RUNS[self.run_id] = self.client
 
     @classmethod
     def existing(cls, uri: str, run_id: str) -> "TrackedRun":
@@ -190,6 +213,7 @@ class TrackedRun:
             with_retry(lambda: self.client.set_terminated(self.run_id, status=status))
 
         self._record("end", {"status": status}, finish)
+        OPEN_RUNS.pop(self.run_id, None)
         from ascendflow import console
 
         if self.pending is not None:
