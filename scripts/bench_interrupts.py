@@ -33,6 +33,10 @@ def one_try(work: Path, sig: int, delay_s: float) -> dict:
                                                                "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     while not list(work.glob("outputs/multirun/*/*/0/plan.json")):
+        if proc.poll() is not None:  # the sweep ended before its first plan: a broken set-up, not an interrupt
+            return {"signal": None, "delay_s": 0, "exit": proc.returncode, "ok": False, "running_left": 0,
+                    "last_line": "the sweep exited before job 0 wrote its plan",
+                    "stderr_tail": proc.stderr.read()[-3000:]}
         time.sleep(0.05)
     time.sleep(delay_s)
     proc.send_signal(sig)
