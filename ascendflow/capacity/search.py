@@ -119,7 +119,7 @@ class History:
         xs = sorted(x for x, m in self.margins.items() if math.isfinite(m))
         if len(xs) >= 2:
             roots = [x for x in PchipInterpolator(xs, [self.margins[x] for x in xs], extrapolate=False).solve(0.0)
-                     if passing < x < failing]
+                     if passing - 1e-9 <= x <= failing + 1e-9]
             if roots:
                 return float(roots[0])
         return (passing + failing) / 2
