@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -153,7 +154,8 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics(_plan_metrics(plan))
-        outcome = _execute(mode, plan, spec, run_dir, secrets)
+        with tracked.system_metrics() if mode != "plan" else contextlib.nullcontext():
+            outcome = _execute(mode, plan, spec, run_dir, secrets)
         record = result_record(plan, outcome)
         write_json(run_dir / "result.json", record)
         if "capacity" in outcome:

@@ -7,9 +7,10 @@ store) uploads it (:mod:`ascendflow.tracking.pending`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ascendflow.interrupts import store_call
 from ascendflow.schema.secrets import MASK, mask_text
@@ -121,6 +122,26 @@ class TrackedRun:
         self.client = GuardedClient(MlflowClient(tracking_uri=uri))
         self.experiment_id = self.client.get_run(run_id).info.experiment_id
         return self
+
+    @contextlib.contextmanager
+    def system_metrics(self, sampling_interval_s: float = 5) -> Iterator[None]:
+        """MLflow's system metrics (``system/cpu_utilization_percentage``, ``system/system_memory_usage_megabytes``,
+        disk, network; GPU when present) sampled every ``sampling_interval_s`` seconds into this run while the
+        block runs (``mlflow.system_metrics.system_metrics_monitor.SystemMetricsMonitor``, a daemon thread)."""
+        if not self.enabled or self.run_id is None or self.pending is not None:
+            yield
+            return
+        import logging
+
+        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+        logging.getLogger("mlflow.system_metrics").setLevel(logging.WARNING)  # no INFO lines on the terminal
+        monitor = SystemMetricsMonitor(self.run_id, sampling_interval=sampling_interval_s, tracking_uri=self.uri)
+        monitor.start()
+        try:
+            yield
+        finally:
+            monitor.finish()
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         """Upload one file under ``artifact_path``."""

@@ -44,6 +44,11 @@ def test_default_main_job_serves_benchmarks_and_records(tmp_path, mlflow_uri):
     assert METRICS <= set(run.data.metrics), METRICS - set(run.data.metrics)
     assert run.data.metrics["completed"] == 6 and run.data.metrics["output_throughput"] > 0
     assert run.data.metrics["kv_cache_tokens_rel_error"] <= 0.01
+    # vLLM's /metrics over the window (6 requests, 3 in flight, KV cache ample) and MLflow's system metrics.
+    m = run.data.metrics
+    assert (m["engine_preemptions"], m["engine_requests_waiting_peak"] <= 3) == (0, True)
+    assert 0 < m["engine_kv_cache_usage_peak"] < 0.5 and 1 <= m["engine_requests_running_peak"] <= 3
+    assert {"system/cpu_utilization_percentage", "system/system_memory_usage_megabytes"} <= set(m)
     assert TAGS <= set(run.data.tags), TAGS - set(run.data.tags)
     assert run.data.tags["plan_hash"] == plan["plan_hash"]
     assert run.data.tags["run.mode"] == "serve"
