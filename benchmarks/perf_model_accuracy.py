@@ -55,13 +55,15 @@ def _workload(c: tuple) -> WorkloadSpec:
                         random_output_len=out, ignore_eos=True)
 
 
-def run_engine(i: int, c: tuple) -> dict:
-    """Serve config ``c`` once under the CPU lock; return its measured metrics and plan."""
+def run_engine(i: int, c: tuple, lock: bool = True) -> dict:
+    """Serve config ``c`` once (under the CPU lock unless the caller holds it); return its measured metrics and
+    plan."""
     seqs, conc, inp, out, n = c
     run_dir = OUT / "perf_model_runs" / f"{i}-{int(time.time())}"
-    cmd = ["flock", "/tmp/ascendflow-cpu.lock", sys.executable, "-m", "ascendflow", "run.mode=serve",
-           "workload=random", f"engine.max_num_seqs={seqs}", f"workload.max_concurrency={conc}",
-           f"workload.random_input_len={inp}", f"workload.random_output_len={out}", f"workload.num_prompts={n}",
+    cmd = (["flock", "/tmp/ascendflow-cpu.lock"] if lock else []) + [
+           sys.executable, "-m", "ascendflow", "run.mode=serve", "workload=random", f"engine.max_num_seqs={seqs}",
+           f"workload.max_concurrency={conc}", f"workload.random_input_len={inp}",
+           f"workload.random_output_len={out}", f"workload.num_prompts={n}",
            f"hydra.run.dir={run_dir}"]
     t = time.time()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
@@ -131,6 +133,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", action="store_true", help="serve the configs not yet measured")
     p.add_argument("--only", type=int, nargs="*", help="config indices to (re)run")
+    p.add_argument("--no-lock", action="store_true", help="the caller already holds /tmp/ascendflow-cpu.lock")
     a = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     runs = {str(r["index"]): r for r in json.loads(RUNS.read_text())} if RUNS.exists() else {}
@@ -139,10 +142,12 @@ def main() -> None:
             if (a.only and i not in a.only) or (not a.only and str(i) in runs):
                 continue
             print(f"config {i}: {c}", flush=True)
-            runs[str(i)] = {"index": i, **run_engine(i, c)}
+            runs[str(i)] = {"index": i, **run_engine(i, c, lock=not a.no_lock)}
             RUNS.write_text(json.dumps(list(runs.values()), indent=1))
             print(f"  measured {runs[str(i)]['measured']} in {runs[str(i)]['wall_s']} s", flush=True)
     ordered = [runs[k] for k in sorted(runs, key=int)]
+    if "0" not in runs:
+        raise SystemExit("config 0 (the calibration run) has not been measured: run with --run")
     result = evaluate(ordered)
     (OUT / "perf_model_accuracy.json").write_text(json.dumps(result, indent=1))
     print(json.dumps({k: v for k, v in result.items() if k != "configs"}, indent=1))

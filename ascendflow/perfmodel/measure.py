@@ -6,9 +6,10 @@ Times, for one TP rank of the model, on a grid of token counts: the layer GEMMs 
 ``gate_up_proj``, ``down_proj``: ``torch.nn.functional.linear``), the LM head, the per-layer elementwise work (two
 RMSNorms, rotary embedding, SiLU-and-mul, two residual adds), prefill attention by prompt length (causal
 ``scaled_dot_product_attention`` of one sequence) and decode attention by batch × context (one query token per
-sequence, grouped matmuls: :func:`_decode_attention`). Each point is the median of ``repeats`` calls after warm-up, and the whole grid is measured ``rounds``
-times; the table keeps the median over rounds (CPU timings on this shared 2-core machine vary about ±15 % between
-runs). Collectives need more than one rank: in one process they are recorded as ``not measured, single rank``.
+sequence, grouped matmuls: :func:`_decode_attention`). Each point is the median of ``repeats`` calls after warm-up,
+and the whole grid is measured ``rounds`` times; the table keeps the median over rounds (CPU timings on this shared
+2-core machine vary about ±15 % between runs). Collectives need more than one rank: in one process they are
+recorded as ``not measured, single rank``.
 torch_npu is imported only for ``--device npu``. The table is written to
 ``ascendflow/perfmodel/tables/<hardware>-<model_type>-<shape key>-tp<N>-torch<ver>-<software>.json``.
 """
