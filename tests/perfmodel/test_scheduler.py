@@ -89,3 +89,10 @@ def test_request_rate_arrivals_wait_for_idle_engine_time():
     assert res.ttft_s == [pytest.approx(0.001)] * 5
     assert res.steps == 15
     assert res.duration_s > 1.0
+
+
+def test_request_latency_delays_admission_and_counts_in_ttft():
+    # Sent at 0, in the engine's queue at 0.005 s: the first step starts then; TTFT = 0.005 + one step.
+    res = simulate([(10, 3), (10, 3)], BIG, FixedStep(0.01, []), max_concurrency=1, request_latency_s=0.005)
+    assert res.ttft_s == [pytest.approx(0.015), pytest.approx(0.015)]
+    assert res.duration_s == pytest.approx(0.07)
