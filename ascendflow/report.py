@@ -67,6 +67,11 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
                  + (f" ({plan.graph.capture_sizes[0]}…{plan.graph.capture_sizes[-1]})" if plan.graph.capture_sizes
                     else ""),
     }
+    pred = (plan.performance or {}).get("predicted")
+    if pred and "output_throughput_rel_error" not in m:
+        rows["perf model"] = (f"predicted {pred['output_throughput']:.0f} tok/s, TPOT median "
+                              f"{pred['median_tpot_ms']:.1f} ms, TTFT median {pred['median_ttft_ms']:.0f} ms "
+                              f"({plan.performance['source']})")
     if "output_throughput_rel_error" in m:
         rows["perf model"] = (f"predicted {m['predicted_output_throughput']:.0f} tok/s "
                               f"({100 * m['output_throughput_rel_error']:+.0f} %), TPOT median "
