@@ -19,6 +19,8 @@ from ascendflow.compiler import Plan, compile_plan
 from ascendflow.models.errors import ModelNotFoundError
 from ascendflow.models.resolve import resolve_model
 from ascendflow.report import kv_capacity_line, result_record, summary_rows
+from ascendflow.perfmodel.attach import with_performance
+from ascendflow.perfmodel.predict import predicted_metrics
 from ascendflow.runner.artifacts import write_json, write_plan
 from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes, hardware_present
 from ascendflow.capacity.plot import plot_load_curve
@@ -151,6 +153,7 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
                             host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
                             host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
+        plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics(_plan_metrics(plan))
@@ -282,6 +285,7 @@ def _plan_metrics(plan: Plan) -> dict[str, float]:
         "predicted_max_concurrency": plan.kv_cache.max_concurrency,
         "predicted_kv_bytes_per_token": plan.kv_cache.bytes_per_token,
         **{f"predicted_{k}": v for k, v in plan.memory.model_dump().items()},
+        **predicted_metrics(plan.performance or {}),
     }
 
 

@@ -2,7 +2,8 @@
 
 Prints the parameters that vary across the sweep's child runs beside the key metrics (capacity at the SLO for a
 ``+sweep=capacity`` sweep: req/s, the load, goodput, whether the SLO was met; output tokens/s, requests/s,
-TTFT and TPOT median and p99 in ms, predicted vs reported KV tokens and their error), writes ``comparison.csv`` and a
+TTFT and TPOT median and p99 in ms, predicted vs reported KV tokens and their error, the
+performance model's predicted throughput/TPOT/TTFT and their ``*_rel_error``), writes ``comparison.csv`` and a
 Pareto plot (output throughput against p99 TTFT, the front marked) as ``pareto.png``, and logs both as artifacts of
 the sweep's parent run. Default target: the latest sweep in the store. Uses ``mlflow.search_runs``.
 """
@@ -19,7 +20,9 @@ from rich.console import Console
 from rich.table import Table
 
 METRICS = ("capacity_rps", "capacity_load", "capacity_goodput_rps", "slo_met", "output_throughput", "request_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms",
-           "p99_tpot_ms", "predicted_kv_cache_tokens", "reported_kv_cache_tokens", "kv_cache_tokens_rel_error")
+           "p99_tpot_ms", "predicted_kv_cache_tokens", "reported_kv_cache_tokens", "kv_cache_tokens_rel_error",
+           "predicted_output_throughput", "output_throughput_rel_error", "predicted_median_tpot_ms",
+           "median_tpot_ms_rel_error", "predicted_median_ttft_ms", "median_ttft_ms_rel_error")
 PARENT_FILTER = "tags.`ascendflow.sweep` = 'parent'"
 
 

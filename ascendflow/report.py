@@ -33,6 +33,7 @@ def result_record(plan: Plan, outcome: Mapping[str, Any]) -> dict[str, Any]:
     if "engine_start_s" in outcome:
         metrics["engine_start_s"] = float(outcome["engine_start_s"])
     metrics.update({k: float(v) for k, v in outcome.get("engine_metrics", {}).items()})
+    metrics.update(performance_errors(plan.performance or {}, metrics))
     capacity = outcome.get("capacity")
     if capacity:
         metrics.update({k: float(v) for k, v in capacity.items() if isinstance(v, (int, float))})
@@ -41,6 +42,17 @@ def result_record(plan: Plan, outcome: Mapping[str, Any]) -> dict[str, Any]:
     return {"plan_hash": plan.plan_hash, "metrics": metrics, "engine": engine, "benchmark": summary,
             "reported_kv_cache_tokens": reported, "predicted_kv_cache_tokens": plan.kv_cache.tokens,
             **({"capacity": capacity} if capacity else {})}
+
+
+def performance_errors(performance: Mapping[str, Any], measured: Mapping[str, float]) -> dict[str, float]:
+    """``predicted_<m>`` and ``<m>_rel_error = (predicted − measured) / measured`` (signed) for each metric the
+    performance model predicted (``plan.performance.predicted``) and the benchmark measured."""
+    out = {}
+    for key, value in (performance.get("predicted") or {}).items():
+        if measured.get(key):
+            out[f"predicted_{key}"] = float(value)
+            out[f"{key}_rel_error"] = (float(value) - measured[key]) / measured[key]
+    return out
 
 
 def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Path]) -> dict[str, str]:
@@ -55,6 +67,17 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
                  + (f" ({plan.graph.capture_sizes[0]}…{plan.graph.capture_sizes[-1]})" if plan.graph.capture_sizes
                     else ""),
     }
+    pred = (plan.performance or {}).get("predicted")
+    if pred and "output_throughput_rel_error" not in m:
+        rows["perf model"] = (f"predicted {pred['output_throughput']:.0f} tok/s, TPOT median "
+                              f"{pred['median_tpot_ms']:.1f} ms, TTFT median {pred['median_ttft_ms']:.0f} ms "
+                              f"({plan.performance['source']})")
+    if "output_throughput_rel_error" in m:
+        rows["perf model"] = (f"predicted {m['predicted_output_throughput']:.0f} tok/s "
+                              f"({100 * m['output_throughput_rel_error']:+.0f} %), TPOT median "
+                              f"{m['predicted_median_tpot_ms']:.1f} ms ({100 * m['median_tpot_ms_rel_error']:+.0f} %), "
+                              f"TTFT median {m['predicted_median_ttft_ms']:.0f} ms "
+                              f"({100 * m['median_ttft_ms_rel_error']:+.0f} %)")
     if "reported_kv_cache_tokens" in m:
         rows["KV cache (engine)"] = (f"{int(m['reported_kv_cache_tokens']):,} tokens "
                                      f"(prediction error {100 * m['kv_cache_tokens_rel_error']:.2f} %)")

@@ -160,10 +160,13 @@ class Plan(_Frozen):
     rules: dict[str, Any] = Field(default_factory=dict)
     #: Plan fields that are estimates, each with what it rests on and its measured error (``compiler/estimates.py``).
     estimates: dict[str, str] = Field(default_factory=dict)
+    #: Predicted serving performance (``ascendflow/perfmodel``), attached by the app after compiling; not hashed,
+    #: absent from ``plan.json`` when not predicted (so the compiler's golden plans do not carry it).
+    performance: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """The plan as pretty JSON (the ``plan.json`` format)."""
-        return self.model_dump_json(indent=2)
+        return self.model_dump_json(indent=2, exclude={"performance"} if self.performance is None else None)
 
 
 def plan_hash(content: dict[str, Any]) -> str:

