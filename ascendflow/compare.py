@@ -19,8 +19,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-METRICS = ("capacity_rps", "capacity_load", "capacity_goodput_rps", "slo_met", "output_throughput", "request_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms",
-           "p99_tpot_ms", "predicted_kv_cache_tokens", "reported_kv_cache_tokens", "kv_cache_tokens_rel_error",
+METRICS = ("capacity_rps", "predicted_capacity_rps", "capacity_load", "capacity_goodput_rps", "slo_met",
+           "output_throughput",
+           "request_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms",
+           "predicted_kv_cache_tokens", "reported_kv_cache_tokens", "kv_cache_tokens_rel_error",
            "predicted_output_throughput", "output_throughput_rel_error", "predicted_median_tpot_ms",
            "median_tpot_ms_rel_error", "predicted_median_ttft_ms", "median_ttft_ms_rel_error")
 PARENT_FILTER = "tags.`ascendflow.sweep` = 'parent'"

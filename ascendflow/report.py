@@ -33,10 +33,15 @@ def result_record(plan: Plan, outcome: Mapping[str, Any]) -> dict[str, Any]:
     if "engine_start_s" in outcome:
         metrics["engine_start_s"] = float(outcome["engine_start_s"])
     metrics.update({k: float(v) for k, v in outcome.get("engine_metrics", {}).items()})
-    metrics.update(performance_errors(plan.performance or {}, metrics))
     capacity = outcome.get("capacity")
-    if capacity:
+    if capacity:  # the benchmark is the capacity point's, not the workload's load: compare capacities instead
         metrics.update({k: float(v) for k, v in capacity.items() if isinstance(v, (int, float))})
+        predicted = ((plan.performance or {}).get("capacity") or {}).get("capacity_rps")
+        if predicted is not None and capacity["capacity_rps"]:
+            metrics["predicted_capacity_rps"] = float(predicted)
+            metrics["capacity_rps_rel_error"] = (float(predicted) - capacity["capacity_rps"]) / capacity["capacity_rps"]
+    else:
+        metrics.update(performance_errors(plan.performance or {}, metrics))
     # Large per-request lists stay in benchmark.json; result.json keeps the summary.
     summary = {k: v for k, v in benchmark.items() if not isinstance(v, list)}
     return {"plan_hash": plan.plan_hash, "metrics": metrics, "engine": engine, "benchmark": summary,
@@ -78,6 +83,9 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
                               f"{m['predicted_median_tpot_ms']:.1f} ms ({100 * m['median_tpot_ms_rel_error']:+.0f} %), "
                               f"TTFT median {m['predicted_median_ttft_ms']:.0f} ms "
                               f"({100 * m['median_ttft_ms_rel_error']:+.0f} %)")
+    if "capacity_rps_rel_error" in m:
+        rows["perf model"] = (f"predicted capacity {m['predicted_capacity_rps']:.2f} req/s at the SLO "
+                              f"({100 * m['capacity_rps_rel_error']:+.0f} % against the measured)")
     if "reported_kv_cache_tokens" in m:
         rows["KV cache (engine)"] = (f"{int(m['reported_kv_cache_tokens']):,} tokens "
                                      f"(prediction error {100 * m['kv_cache_tokens_rel_error']:.2f} %)")

@@ -3,7 +3,9 @@ call the pure :func:`~ascendflow.perfmodel.predict.predict` and attach its resul
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +17,39 @@ from ascendflow.schema.spec import RunSpec
 
 #: The accuracy benchmark's results (``benchmarks/perf_model_accuracy.py``), quoted as the table model's error.
 ACCURACY = Path("outputs") / "bench" / "perf_model_accuracy.json"
+#: Token lengths of the chat workload per model and workload (see :func:`chat_lengths`).
+CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ascendflow" / "chat_lengths"
 
 
 def chat_lengths(spec: RunSpec, model_path: str | None) -> list[tuple[int, int]] | None:
     """``(prompt tokens with the chat template, output_tokens)`` per chat request, in send order; ``None`` when
     the tokenizer cannot be read (no local model directory)."""
-    from ascendflow.runner.workload import chat_requests
-
     if not model_path or not Path(model_path).is_dir():
         return None
+    # Cached per model directory and workload: loading a tokenizer costs seconds (transformers' import) on every
+    # plan of a sweep otherwise.
+    key = hashlib.sha256(f"{Path(model_path).resolve()}|{spec.workload.model_dump_json()}".encode()).hexdigest()[:24]
+    cache = CACHE_DIR / f"{key}.json"
+    if cache.exists():
+        try:
+            return [tuple(x) for x in json.loads(cache.read_text())]
+        except (OSError, ValueError):
+            pass
+    lengths = _tokenized_lengths(spec, model_path)
+    if lengths is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(lengths))
+            tmp.replace(cache)
+        except OSError:
+            pass
+    return lengths
+
+
+def _tokenized_lengths(spec: RunSpec, model_path: str) -> list[tuple[int, int]] | None:
+    from ascendflow.runner.workload import chat_requests
+
     try:
         from transformers import AutoTokenizer
 
