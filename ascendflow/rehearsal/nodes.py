@@ -13,11 +13,15 @@ import contextlib
 import difflib
 import os
 import shlex
+import shutil
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable
+
+import psutil
 
 from ascendflow.compiler import Plan
 from ascendflow.runner.bench import bench_argv
@@ -34,10 +38,15 @@ Status = Callable[[str], None]
 NODE_RANK_ENV = "ASCENDFLOW_NODE_RANK"
 
 
-def node_env(plan: Plan, node: int, run_dir: Path, bin_dir: Path) -> dict[str, str]:
+def node_env(plan: Plan, node: int, run_dir: Path, bin_dir: Path, ray_tmp: Path) -> dict[str, str]:
     """Environment of node ``node``: this process's, without overriders, plus the values the launch scripts ask for
-    (node IPs, NIC, model path) and the working ``vllm`` first on ``PATH``."""
-    env = {k: v for k, v in os.environ.items() if k not in OVERRIDING_ENV}
+    (node IPs, NIC, model path) and the working ``vllm`` first on ``PATH``. Ray plans also get ``RAY_TMPDIR``
+    (a session directory of this rehearsal's own, short enough for Ray's Unix sockets) and ``RAY_ADDRESS`` (node 0's
+    head), so ``ray.init(address="auto")`` never joins another Ray cluster running on this machine."""
+    env = {k: v for k, v in os.environ.items() if k not in OVERRIDING_ENV and not k.startswith("RAY_")}
+    if plan.launcher == "ray":
+        port = next(a for a in plan.workers[1].command if a.startswith("--address=")).rsplit(":", 1)[1]
+        env.update({"RAY_TMPDIR": str(ray_tmp), "RAY_ADDRESS": f"{LOCAL_IP}:{port}"})
     env.update({f"ASCENDFLOW_NODE{i}_IP": LOCAL_IP for i in range(plan.target.nodes)})
     env.update({"ASCENDFLOW_NIC": "lo", "ASCENDFLOW_MODEL_PATH": str(plan.engine_args["model"]),
                 NODE_RANK_ENV: str(node), RUN_DIR_ENV: str(run_dir),
@@ -52,6 +61,26 @@ def argv_diff(original: Plan, rehearsed: Plan) -> str:
         out += difflib.unified_diff([*a.command], [*b.command], f"original/node{a.node_rank} ({original.plan_hash})",
                                     f"rehearsed/node{b.node_rank} ({rehearsed.plan_hash})", lineterm="", n=0)
     return "\n".join(out) + "\n"
+
+
+def reap_strays(run_dir: Path, grace_s: float) -> list[int]:
+    """Stop the rehearsal's processes that left their node's process group (``ray start`` daemonises the Ray head's
+    GCS server and raylets): every live process whose environment carries this run's ``ASCENDFLOW_RUN_DIR`` and a
+    node rank gets SIGTERM, then SIGKILL after ``grace_s``. Returns their pids."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            env = proc.environ()
+            if env.get(RUN_DIR_ENV) == str(run_dir) and NODE_RANK_ENV in env and proc.pid != os.getpid():
+                proc.terminate()
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    _, alive = psutil.wait_procs(found, timeout=grace_s)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    return [p.pid for p in found]
 
 
 def _healthy(url: str) -> bool:
@@ -89,13 +118,16 @@ def rehearse(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dict[s
     port = spec.run.port or free_port(LOCAL_IP)
     health_url = f"http://{LOCAL_IP}:{port}/health"
     commands = []
+    ray_tmp = Path(tempfile.mkdtemp(prefix="afr-"))
     with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, ray_tmp, True)
+        stack.callback(reap_strays, run_dir, spec.run.shutdown_grace_s)
         nodes: list[ManagedProcess] = []
         for w in plan.workers:
             argv = ["bash", str(base / "launch" / f"node{w.node_rank}.sh")]
             argv += ["--host", LOCAL_IP, "--port", str(port)] if w.node_rank == 0 else []
             commands.append(f"{NODE_RANK_ENV}={w.node_rank} {shlex.join(argv)}")
-            nodes.append(stack.enter_context(ManagedProcess(argv, node_env(plan, w.node_rank, run_dir, bin_dir),
+            nodes.append(stack.enter_context(ManagedProcess(argv, node_env(plan, w.node_rank, run_dir, bin_dir, ray_tmp),
                                                             base / f"node{w.node_rank}.log",
                                                             spec.run.shutdown_grace_s)))
         (base / "commands.txt").write_text("\n".join(commands) + "\n")
