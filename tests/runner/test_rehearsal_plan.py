@@ -55,4 +55,14 @@ def test_refusals_say_what_and_how():
         refuse_unrehearsable(2, "lws", True)
     with pytest.raises(ConfigError, match="`import ray` fails here"):
         refuse_unrehearsable(2, "ray", False)
-    refuse_unrehearsable(2, "ray", True)
+    with pytest.raises(ConfigError, match="the CPU engine has no Ray device"):
+        refuse_unrehearsable(2, "ray", True, "")
+    refuse_unrehearsable(2, "ray", True, "CPU")
+
+
+def test_ray_plan_is_refused_with_the_engines_reason():
+    raw = compose_config(["+recipe=qwen3_235b_tp16_2nodes_ray"])
+    spec = load_spec(raw)
+    plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path=spec.model.id)
+    with pytest.raises(ConfigError, match="CpuPlatform.ray_device_key is empty"):
+        check_rehearsable(plan)
