@@ -74,6 +74,23 @@ def test_rehearse_dp_over_two_nodes_serves_and_benchmarks(tmp_path, mlflow_uri):
     assert "rehearsal/argv_diff.txt" in artifact_paths(mlflow_uri, run.info.run_id)
 
 
+def test_rehearse_tp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
+    run_dir = tmp_path / "run"
+    args = ["+recipe=qwen3_235b_tp16_2nodes", *DP_ARGS[1:], f"hydra.run.dir={run_dir}"]
+    proc = run_ascendflow(args, cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert leftover_engine_processes(run_dir) == []
+    rehearsed = read_json(run_dir / "rehearsal" / "plan.json")
+    assert rehearsed["launcher"] == "mp-nnodes" and rehearsed["engine_args"]["tensor_parallel_size"] == 2
+    node1_log = (run_dir / "rehearsal" / "node1.log").read_text(errors="replace")
+    assert "Launching vLLM (v0.32.0) headless multiproc executor, with head node address 127.0.0.1:" in node1_log
+    assert read_json(run_dir / "benchmark.json")["completed"] == 4
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["rehearsal_of"] == read_json(run_dir / "plan.json")["plan_hash"]
+    assert run.data.tags["rehearsal.recipe"] == "qwen3_235b_tp16_2nodes"
+
+
 def test_rehearse_node1_killed_during_start_fails_the_run(tmp_path, mlflow_uri):
     run_dir = tmp_path / "run"
     runner = _start([*DP_ARGS, f"hydra.run.dir={run_dir}"], tmp_path, mlflow_uri)
