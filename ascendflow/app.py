@@ -29,6 +29,8 @@ from ascendflow.runner.capacity_run import serve_and_search
 from ascendflow.runner.engine_metrics import summary_line
 from ascendflow.runner.local import run_offline, serve_and_benchmark
 from ascendflow.runner.server import EngineStartError
+from ascendflow.rehearsal.job import check_rehearsable, rehearsal_plan
+from ascendflow.rehearsal.nodes import argv_diff, rehearse
 from ascendflow.runner.versions import VersionMismatchError, verify_installed
 from ascendflow.schema import ConfigError, RunSpec, load_spec
 from ascendflow.schema.run import RunOptions
@@ -85,6 +87,8 @@ def _store_uri(cfg: DictConfig) -> str:
 
 def _mode(spec: RunSpec) -> str:
     present = hardware_present(spec.hardware)
+    if spec.run.mode == "rehearse":
+        return "rehearse"  # runs on this machine's CPU engine whatever the plan's hardware
     if spec.run.mode == "auto":
         return "serve" if present else "plan"
     if spec.run.mode != "plan" and not present:
@@ -153,12 +157,18 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
                             host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
                             host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
+        if mode == "rehearse":
+            check_rehearsable(plan)  # before anything is written or started
         plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics(_plan_metrics(plan))
-        with tracked.system_metrics() if mode != "plan" else contextlib.nullcontext():
-            outcome = _execute(mode, plan, spec, run_dir, secrets)
+        if mode == "rehearse":
+            with tracked.system_metrics():
+                outcome, plan = _rehearse(raw, plan, recipe, run_dir, tracked)
+        else:
+            with tracked.system_metrics() if mode != "plan" else contextlib.nullcontext():
+                outcome = _execute(mode, plan, spec, run_dir, secrets)
         record = result_record(plan, outcome)
         write_json(run_dir / "result.json", record)
         if "capacity" in outcome:
@@ -276,6 +286,22 @@ def _execute(mode: str, plan: Plan, spec: RunSpec, run_dir: Path, secrets: dict[
             return serve_and_search(plan, spec, run_dir, update, secrets)
     with console.step("offline generation (vllm.LLM)") as update:
         return run_offline(plan, spec, run_dir, update, secrets)
+
+
+def _rehearse(raw: dict[str, Any], original: Plan, recipe: str | None, run_dir: Path,
+              tracked: TrackedRun) -> tuple[dict[str, Any], Plan]:
+    """Compile the rehearsal of ``original``, write it under ``run_dir/rehearsal`` with the argv diff, tag the run
+    (``rehearsal_of``, ``rehearsal.recipe``, ``rehearsal.plan_hash``) and run it; returns the outcome and the
+    rehearsed plan."""
+    with console.step("rehearsal plan (tiny model, CPU engine)") as update:
+        rspec, rplan = rehearsal_plan(raw, original, update)
+    write_plan(rplan, run_dir / "rehearsal")
+    (run_dir / "rehearsal" / "argv_diff.txt").write_text(argv_diff(original, rplan))
+    tracked.set_tags({"rehearsal_of": original.plan_hash, "rehearsal.recipe": recipe or "",
+                      "rehearsal.plan_hash": rplan.plan_hash, "rehearsal.launcher": rplan.launcher})
+    verify_installed(rplan.target.engine)
+    with console.step(f"rehearsal: {rplan.target.nodes} nodes ({rplan.launcher}) here, vLLM's benchmark client") as u:
+        return rehearse(rplan, rspec, run_dir, u), rplan
 
 
 def _plan_metrics(plan: Plan) -> dict[str, float]:

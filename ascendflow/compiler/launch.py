@@ -22,6 +22,16 @@ SERVE_PREFIX = {
     "gpu": ["vllm", "serve"],
 }
 
+
+
+def serve_prefix(kind: str, multinode: bool) -> list[str]:
+    """Entry point of the server argv. A multi-node CPU plan (rehearsals, ``ascendflow.rehearsal``) keeps ``vllm
+    serve``: its nodes k > 0 need ``--headless``, which only the ``vllm serve`` CLI handles
+    (``vllm/entrypoints/cli/serve.py`` ``ServeSubcommand.cmd``; the API-server module always serves HTTP), and the
+    rehearsal puts a working ``vllm`` on ``PATH`` (``ascendflow/rehearsal/vllm_cli.py``)."""
+    return ["vllm", "serve"] if kind == "cpu" and multinode else SERVE_PREFIX[kind]
+
+
 #: Launch-time references: ``${ASCENDFLOW_*}`` values the config did not give, and ``${NAME}`` secrets.
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: What each launch-time reference stands for, in config terms.
@@ -56,7 +66,7 @@ def engine_args_to_argv(engine_args: dict[str, Any]) -> list[str]:
 def node_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int, node: int, nodes: int,
               dp_local: int, dp_start: int, dp_address: str, dp_rpc_port: int) -> list[str]:
     """The server argv of node ``node``: entry point, model, engine flags, multi-node DP flags, host and port."""
-    argv = [*SERVE_PREFIX[kind], str(engine_args["model"]), *engine_args_to_argv(engine_args)]
+    argv = [*serve_prefix(kind, nodes > 1), str(engine_args["model"]), *engine_args_to_argv(engine_args)]
     if nodes > 1:
         argv += ["--data-parallel-size-local", str(dp_local), "--data-parallel-address", dp_address,
                  "--data-parallel-rpc-port", str(dp_rpc_port)]

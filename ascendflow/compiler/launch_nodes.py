@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ascendflow.compiler.launch import SERVE_PREFIX, engine_args_to_argv
+from ascendflow.compiler.launch import engine_args_to_argv, serve_prefix
 
 
 def nnodes_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int, node: int, nodes: int,
@@ -22,13 +22,13 @@ def nnodes_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int,
     """``vllm serve`` argv of node ``node`` under vLLM's multi-node multiprocessing launcher.
 
     Args:
-        kind: hardware kind (entry point, :data:`~ascendflow.compiler.launch.SERVE_PREFIX`).
+        kind: hardware kind (entry point, :func:`~ascendflow.compiler.launch.serve_prefix`).
         engine_args: the plan's engine arguments (``distributed_executor_backend: mp`` among them).
         host, port: API server bind address and TCP port (used by node 0; kept on every node for one argv shape).
         node, nodes: this node's rank and the node count (``--node-rank``, ``--nnodes``).
         master_addr, master_port: node 0's address and the torch.distributed port (``--master-addr/--master-port``).
     """
-    argv = [*SERVE_PREFIX[kind], str(engine_args["model"]), *engine_args_to_argv(engine_args),
+    argv = [*serve_prefix(kind, True), str(engine_args["model"]), *engine_args_to_argv(engine_args),
             "--nnodes", str(nodes), "--node-rank", str(node), "--master-addr", master_addr,
             "--master-port", str(master_port)]
     if node > 0:

@@ -11,7 +11,6 @@ start``: Ray workers inherit the environment of the node's raylet, so a change n
 
 from __future__ import annotations
 
-import shlex
 
 from ascendflow.compiler.launch_nodes import ray_head_argv
 from ascendflow.compiler.plan import Plan
@@ -66,7 +65,7 @@ def ray_preflight_script(plan: Plan) -> str:
         "python3 - \"$wait_s\" <<'PY' || { ray status >&2 || true; exit 1; }",
         "import sys, time",
         "import ray",
-        f"need, resource, nodes = {need}, {shlex.quote(resource)}, {nodes}",
+        f"need, resource, nodes = {need}, {resource!r}, {nodes}",
         "deadline = time.monotonic() + float(sys.argv[1])",
         "ray.init(address='auto', logging_level='ERROR')",
         "while True:",

@@ -15,7 +15,8 @@ class RunOptions(Spec):
     Attributes:
         mode: ``auto`` (serve when the plan's hardware is on this machine, else plan only), ``plan``, ``serve``,
             ``offline``, ``capacity`` (serve, then search the highest load meeting the ``slo`` option; the engine
-            starts once, see :mod:`ascendflow.capacity`).
+            starts once, see :mod:`ascendflow.capacity`), ``rehearse`` (run a multi-node plan's own launch scripts
+            here, one process group per node, on the CPU engine with a tiny model; see docs/rehearsal.md).
         host: address the server binds for a local run.
         port: server port for a local run; ``None`` picks a free one. Launch scripts use ``launch_port``.
         launch_port: port written into launch scripts for target nodes.
@@ -36,7 +37,7 @@ class RunOptions(Spec):
             in ``<run dir>/profile``; see :mod:`ascendflow.profiling`).
     """
 
-    mode: Literal["auto", "plan", "serve", "offline", "capacity"] = "auto"
+    mode: Literal["auto", "plan", "serve", "offline", "capacity", "rehearse"] = "auto"
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535)
     launch_port: int = Field(default=8000, ge=1, le=65535)

