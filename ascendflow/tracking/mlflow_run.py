@@ -94,7 +94,7 @@ class TrackedRun:
         self.client = open_client(self.uri)
         if self.experiment_id is None:
             name = tracking.experiment_name or experiment
-            self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir))
+            self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir, self.uri))
             try:  # housekeeping of earlier runs never stops this one
                 end_stale_runs(self.client)
                 sync_pending_under(outputs_dir, self.uri, self.client)
