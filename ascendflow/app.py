@@ -113,6 +113,8 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
         return _run_job(cfg, tracking.model_copy(update={"tracking_uri": uri}))
     finally:
         started.stop()
+        print(f"the run's tracking server was stopped; serve its runs again with: {started.browse_command()}",
+              file=sys.stderr)
 
 
 def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, float] | None:

@@ -226,7 +226,10 @@ class TrackedRun:
                               f"ascendflow.sync {self.run_dir}` once the artifact location is writable")
 
     def ui_command(self) -> str | None:
-        """The ``mlflow ui`` command that shows this run's store."""
+        """The command that shows this run's store: ``mlflow ui`` on a database, or the server's address (a server
+        the run started itself is stopped with it: ``server_browse_command`` in :mod:`ascendflow.tracking.server`)."""
+        if self.uri and self.uri.startswith(("http://", "https://")):
+            return f"open {self.uri}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
         return f"mlflow ui --backend-store-uri {self.uri}" if self.uri else None
 
 

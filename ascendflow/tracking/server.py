@@ -111,6 +111,11 @@ class TrackingServer:
                 time.sleep(0.3)
         return self.uri
 
+    def browse_command(self) -> str:
+        """The command that serves this server's runs again once it is stopped (on 127.0.0.1:5000)."""
+        return (f"mlflow server --backend-store-uri sqlite:///{self.root}/mlflow.db --serve-artifacts "
+                f"--artifacts-destination {self.root / 'artifacts'}")
+
     def stop(self) -> None:
         """Stop the server's process group (idempotent)."""
         if self.process is not None:
