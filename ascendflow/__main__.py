@@ -13,7 +13,11 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from ascendflow.tracking.cluster import register_resolvers
+
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+
+register_resolvers()  # ${ascendflow_ray_remote:...} in conf/hydra/launcher/ray_*.yaml
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

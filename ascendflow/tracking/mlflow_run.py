@@ -95,7 +95,7 @@ class TrackedRun:
         self.client = open_client(self.uri)
         if self.experiment_id is None:
             name = tracking.experiment_name or experiment
-            self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir))
+            self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir, self.uri))
             try:  # housekeeping of earlier runs never stops this one
                 end_stale_runs(self.client)
                 sync_pending_under(outputs_dir, self.uri, self.client)
@@ -247,7 +247,10 @@ class TrackedRun:
                               f"ascendflow.sync {self.run_dir}` once the artifact location is writable")
 
     def ui_command(self) -> str | None:
-        """The ``mlflow ui`` command that shows this run's store."""
+        """The command that shows this run's store: ``mlflow ui`` on a database, or the server's address (a server
+        the run started itself is stopped with it: ``server_browse_command`` in :mod:`ascendflow.tracking.server`)."""
+        if self.uri and self.uri.startswith(("http://", "https://")):
+            return f"open {self.uri}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
         return f"mlflow ui --backend-store-uri {self.uri}" if self.uri else None
 
 

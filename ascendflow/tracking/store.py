@@ -81,10 +81,14 @@ def tracking_uri(tracking: TrackingSpec, outputs_dir: Path) -> str:
     return f"sqlite:///{db}"
 
 
-def artifact_root(tracking: TrackingSpec, outputs_dir: Path) -> str:
-    """``tracking.artifact_location``, else ``file://<abs outputs>/mlflow/artifacts``."""
+def artifact_root(tracking: TrackingSpec, outputs_dir: Path, uri: str | None = None) -> str | None:
+    """``tracking.artifact_location``, else ``None`` for an ``http(s)`` tracking server ``uri`` (the server's own
+    default: ``mlflow-artifacts:/`` when it serves artifacts, so files go through it and not into this machine's file
+    system), else ``file://<abs outputs>/mlflow/artifacts``."""
     if tracking.artifact_location:
         return tracking.artifact_location
+    if uri is not None and uri.startswith(("http://", "https://")):
+        return None
     return (outputs_dir.resolve() / "mlflow" / "artifacts").as_uri()
 
 
@@ -103,9 +107,9 @@ def with_retry(call, attempts: int = 8):
     raise AssertionError("unreachable")
 
 
-def ensure_experiment(client, name: str, artifact_location: str) -> str:
-    """The id of experiment ``name``, created with ``artifact_location/<name>`` if missing; parallel jobs racing to
-    create it are retried (:func:`with_retry`).
+def ensure_experiment(client, name: str, artifact_location: str | None) -> str:
+    """The id of experiment ``name``, created with ``artifact_location/<name>`` (the store's default when ``None``)
+    if missing; parallel jobs racing to create it are retried (:func:`with_retry`).
 
     Raises:
         ConfigError: the experiment was deleted (MLflow keeps it in its trash and refuses new runs in it).
@@ -120,6 +124,7 @@ def ensure_experiment(client, name: str, artifact_location: str) -> str:
                               f"another tracking.experiment_name")
         if exp is not None:
             return exp.experiment_id
-        return client.create_experiment(name, artifact_location=f"{artifact_location}/{name}")
+        return client.create_experiment(name, artifact_location=f"{artifact_location}/{name}" if artifact_location
+                                        else None)
 
     return with_retry(get_or_create)

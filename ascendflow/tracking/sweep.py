@@ -10,6 +10,7 @@ FINISHED; an interrupted sweep ends it KILLED (see :func:`end_parent`).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,11 @@ from omegaconf import DictConfig, OmegaConf
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.schema.secrets import mask_text, secret_values
+from ascendflow.tracking.cluster import (SWEEP_ENV, publish_sweep, published_sweep, refuse_local_store, start_server,
+                                         stop_server)
 from ascendflow.tracking.stale import end_stale_runs, process_tags
 from ascendflow.interrupts import Terminated
+from ascendflow.tracking.server import wants_server
 from ascendflow.tracking.store import artifact_root, ensure_experiment, open_client, tracking_uri
 from ascendflow.tracking.versions import version_tags
 
@@ -30,7 +34,11 @@ SWEEP_FILE = "mlflow_sweep.json"
 
 def read_sweep(sweep_dir: Path) -> dict[str, Any] | None:
     """``{"run_id", "experiment_id", "tracking_uri", "swept_keys"}`` of the sweep's parent run, or ``None`` outside a
-    sweep (or when tracking is off)."""
+    sweep (or when tracking is off): what the sweep callback handed to this job's process (``$ASCENDFLOW_SWEEP``,
+    for jobs on other machines), else ``<sweep_dir>/mlflow_sweep.json``."""
+    published = published_sweep()
+    if published is not None:
+        return published
     path = sweep_dir / SWEEP_FILE
     return json.loads(path.read_text()) if path.exists() else None
 
@@ -68,14 +76,16 @@ def end_open_parent(status: str) -> bool:
     """End the parent run this process opened, if still open, with ``status``; returns True when one was ended.
     Store errors are reported on one line, never raised (the process is exiting)."""
     sweep = ACTIVE.pop("sweep", None)
-    if sweep is None:
-        return False
     try:
+        if sweep is None:
+            return False
         return end_parent(sweep, status)
     except (Exception, KeyboardInterrupt, Terminated) as exc:
         print(f"error: could not end the sweep's parent run {sweep['run_id']} ({type(exc).__name__}); it is ended "
               f"FAILED at the next start on this machine", file=sys.stderr)
         return False
+    finally:
+        stop_server()  # the sweep's own tracking server never outlives it
 
 
 def sweep_counts(uri: str, experiment_id: str, parent_id: str) -> dict[str, int]:
@@ -213,6 +223,15 @@ class MlflowSweepCallback(Callback):
             tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
             if not tracking.enabled:
                 return
+            outputs = Path.cwd() / "outputs"
+            # An unreachable tracking server fails in seconds instead of retrying for minutes (as TrackedRun does).
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+            server = wants_server(tracking)
+            refuse_local_store(OmegaConf.select(config, "hydra.launcher"), tracking,
+                               None if server else tracking_uri(tracking, outputs))
+            if server:
+                tracking = tracking.model_copy(update={"tracking_uri": start_server(tracking, outputs)})
             self._open_parent(config, tracking)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -221,6 +240,7 @@ class MlflowSweepCallback(Callback):
             end_open_parent("KILLED")
             raise
         except Exception as exc:  # the store cannot be used: nothing started
+            stop_server()
             print(f"error: tracking.tracking_uri: the MLflow store cannot record the sweep ({type(exc).__name__}: "
                   f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); nothing was run", file=sys.stderr)
             raise SystemExit(1) from None
@@ -231,7 +251,7 @@ class MlflowSweepCallback(Callback):
         client = _client(uri)
         choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
         experiment = tracking.experiment_name or choices.get("recipe") or "ascendflow"
-        experiment_id = ensure_experiment(client, experiment, artifact_root(tracking, outputs))
+        experiment_id = ensure_experiment(client, experiment, artifact_root(tracking, outputs, uri))
         try:  # housekeeping of earlier runs never stops this sweep
             end_stale_runs(client)
         except Exception:
@@ -250,15 +270,25 @@ class MlflowSweepCallback(Callback):
         sweep = {"run_id": run.info.run_id, "experiment_id": experiment_id, "tracking_uri": uri,
                  "swept_keys": swept_keys(config)}
         ACTIVE["sweep"] = sweep
+        self.sweep = sweep  # pickled with the callback into every job's process (on_job_start)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         (sweep_dir / SWEEP_FILE).write_text(json.dumps(sweep))
 
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """In the job's own process (this one, a Ray worker, a submitit job): hand it the parent run
+        (``$ASCENDFLOW_SWEEP``), so jobs on machines that cannot read the sweep directory still nest under it."""
+        sweep = getattr(self, "sweep", None)
+        if sweep is not None:  # set only by on_multirun_start
+            publish_sweep(sweep)
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """End the parent FINISHED with the children's counts (failed children do not fail the sweep)."""
-        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
-        sweep = read_sweep(sweep_dir)
+        sweep = ACTIVE.get("sweep")  # the parent this process opened (None: tracking off, or already ended)
+        os.environ.pop(SWEEP_ENV, None)
         if sweep is None:
+            stop_server()
             return
+        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         try:  # a capacity sweep's ranking and Pareto plot; never stops the parent from ending
             from ascendflow.capacity.ranking import record_on_parent
 
@@ -271,10 +301,14 @@ class MlflowSweepCallback(Callback):
                 print_ranking(rows)
         except Exception as exc:
             print(f"warning: the capacity ranking was not recorded ({type(exc).__name__}: {exc})", file=sys.stderr)
-        end_parent(sweep, "FINISHED")
-        ACTIVE.pop("sweep", None)
-        counts = sweep_counts(sweep["tracking_uri"], sweep["experiment_id"], sweep["run_id"])
-        if counts and not counts.get("FINISHED"):
-            print(f"error: no job of the sweep finished ({counts.get('FAILED', 0)} failed); see the FAILED child runs",
-                  file=sys.stderr)
-            raise SystemExit(1)
+        try:
+            end_parent(sweep, "FINISHED")
+            ACTIVE.pop("sweep", None)
+            counts = sweep_counts(sweep["tracking_uri"], sweep["experiment_id"], sweep["run_id"])
+            if counts and not counts.get("FINISHED"):
+                print(f"error: no job of the sweep finished ({counts.get('FAILED', 0)} failed); see the FAILED child "
+                      f"runs", file=sys.stderr)
+                raise SystemExit(1)
+        finally:
+            ACTIVE.pop("sweep", None)
+            stop_server()  # the sweep's own tracking server never outlives it

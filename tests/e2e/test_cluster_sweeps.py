@@ -1,0 +1,97 @@
+"""Sweeps whose jobs run elsewhere: a local Ray cluster and submitit's local executor, recording into a tracking
+server the sweep starts and stops (real processes; plan-only jobs, so no engine). Run under the CPU lock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ascendflow.schema.tracking import TrackingSpec
+from ascendflow.tracking.server import TrackingServer
+from tests.conftest import run_ascendflow
+from tests.e2e.helpers import artifact_paths, mlflow_runs
+
+pytestmark = pytest.mark.e2e
+
+SWEEP = ["tracking=server", "run.mode=plan", "engine.seed=0,1"]
+
+
+def cluster_processes(root: Path) -> list[str]:
+    """Live Ray daemons and workers (``raylet``, ``gcs_server``, ``ray::``) and MLflow servers on ``root``'s store."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            line = " ".join(proc.info["cmdline"] or [])
+            if any(k in line for k in ("raylet", "gcs_server", "ray::", "default_worker.py")) or (
+                    "mlflow" in line and "server" in line and str(root) in line):
+                found.append(line[:200])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def check_sweep(tmp_path: Path, before: list[str]) -> None:
+    """One parent FINISHED with the two plan jobs FINISHED under it, their files downloadable through a server on the
+    sweep's store, and no Ray or MLflow process left."""
+    assert cluster_processes(tmp_path) == before
+    with TrackingServer(TrackingSpec(), tmp_path / "outputs") as server:
+        runs = mlflow_runs(server.uri)
+        parents = [r for r in runs if r.data.tags.get("ascendflow.sweep") == "parent"]
+        assert [p.info.status for p in parents] == ["FINISHED"]
+        children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+        assert sorted((c.info.run_name, c.info.status) for c in children) == [
+            ("engine.seed=0", "FINISHED"), ("engine.seed=1", "FINISHED")]
+        assert parents[0].data.metrics["jobs_finished"] == 2
+        for child in children:
+            assert child.info.artifact_uri.startswith("mlflow-artifacts:/")
+            assert {"plan.json", "result.json", ".hydra/config.yaml"} <= artifact_paths(server.uri, child.info.run_id)
+    assert cluster_processes(tmp_path) == before
+
+
+def test_ray_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_path):
+    before = cluster_processes(tmp_path)
+    proc = run_ascendflow(["-m", "hydra/launcher=ray_local", *SWEEP], cwd=tmp_path, timeout=170)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Started a local Ray instance" in proc.stderr
+    check_sweep(tmp_path, before)
+
+
+def test_submitit_local_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_path):
+    before = cluster_processes(tmp_path)
+    proc = run_ascendflow(["-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=3", *SWEEP],
+                          cwd=tmp_path, timeout=170)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(list(tmp_path.glob("outputs/multirun/*/*/.submitit/*/*_submitted.pkl"))) == 2
+    check_sweep(tmp_path, before)
+
+
+def test_ray_sweep_on_a_local_sqlite_store_is_refused_before_anything_starts(tmp_path):
+    proc = run_ascendflow(["-m", "hydra/launcher=ray_local", "run.mode=plan", "engine.seed=0,1"], cwd=tmp_path,
+                          timeout=120)
+    assert proc.returncode == 2
+    db = (tmp_path / "outputs" / "mlflow" / "mlflow.db").resolve()
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: tracking.tracking_uri='sqlite:///{db}': ray jobs run in other processes and on other nodes that "
+        f"cannot write this machine's local store; use tracking=server (the sweep starts an MLflow server) or "
+        f"tracking=server tracking.tracking_uri=http://<host>:<port>")
+    assert "Ray" not in proc.stderr and not list(tmp_path.glob("outputs/multirun/*/*/0"))
+
+
+def test_single_run_starts_and_stops_its_own_tracking_server(tmp_path):
+    before = cluster_processes(tmp_path)
+    proc = run_ascendflow(["tracking=server", "run.mode=plan"], cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert cluster_processes(tmp_path) == before
+    with TrackingServer(TrackingSpec(), tmp_path / "outputs") as server:
+        (run,) = mlflow_runs(server.uri)
+        assert run.info.status == "FINISHED" and run.info.artifact_uri.startswith("mlflow-artifacts:/")
+        from mlflow.tracking import MlflowClient
+
+        local = MlflowClient(tracking_uri=server.uri).download_artifacts(run.info.run_id, "plan.json",
+                                                                         str(tmp_path / "dl"))
+        assert Path(local).read_text() == next(tmp_path.glob("outputs/runs/*/*/plan.json")).read_text()
+    assert cluster_processes(tmp_path) == before
