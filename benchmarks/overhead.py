@@ -55,6 +55,7 @@ def cpu_lock():
 
 def run_ascendflow(work: Path, uri: str) -> dict:
     """One ``python -m ascendflow`` run; wall time, throughput and the runner's CPU seconds in the window."""
+    before = set(work.glob("outputs/runs/*/*"))
     start = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "ascendflow", *WORKLOAD], cwd=work,
                             env={**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": str(ROOT)},
@@ -63,7 +64,7 @@ def run_ascendflow(work: Path, uri: str) -> dict:
     cpu0 = cpu1 = None
     t0 = t1 = None
     while proc.poll() is None:
-        runs = sorted(work.glob("outputs/runs/*/*"))
+        runs = sorted(set(work.glob("outputs/runs/*/*")) - before)  # this run's directory only
         run_dir = runs[-1] if runs else None
         if run_dir and cpu0 is None and (run_dir / "bench.log").exists():
             cpu0, t0 = sum(runner.cpu_times()[:2]), time.monotonic()
