@@ -77,12 +77,15 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
         rows["perf model"] = (f"predicted {pred['output_throughput']:.0f} tok/s, TPOT median "
                               f"{pred['median_tpot_ms']:.1f} ms, TTFT median {pred['median_ttft_ms']:.0f} ms "
                               f"({plan.performance['source']})")
-    if "output_throughput_rel_error" in m:
-        rows["perf model"] = (f"predicted {m['predicted_output_throughput']:.0f} tok/s "
-                              f"({100 * m['output_throughput_rel_error']:+.0f} %), TPOT median "
-                              f"{m['predicted_median_tpot_ms']:.1f} ms ({100 * m['median_tpot_ms_rel_error']:+.0f} %), "
-                              f"TTFT median {m['predicted_median_ttft_ms']:.0f} ms "
-                              f"({100 * m['median_ttft_ms_rel_error']:+.0f} %)")
+    if (plan.performance or {}).get("status") == "not predicted":
+        rows["perf model"] = f"not predicted ({plan.performance.get('reason', '?')})"
+    compared = [(label, key, unit, fmt) for label, key, unit, fmt in (
+        ("", "output_throughput", "tok/s", ".0f"), ("TPOT median ", "median_tpot_ms", "ms", ".1f"),
+        ("TTFT median ", "median_ttft_ms", "ms", ".0f")) if f"{key}_rel_error" in m]
+    if compared:  # whichever the run measured (offline runs have no per-token latencies)
+        rows["perf model"] = "predicted " + ", ".join(
+            f"{label}{m[f'predicted_{key}']:{fmt}} {unit} ({100 * m[f'{key}_rel_error']:+.0f} %)"
+            for label, key, unit, fmt in compared)
     if "capacity_rps_rel_error" in m:
         rows["perf model"] = (f"predicted capacity {m['predicted_capacity_rps']:.2f} req/s at the SLO "
                               f"({100 * m['capacity_rps_rel_error']:+.0f} % against the measured)")
@@ -112,7 +115,8 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
         rows["capacity at SLO"] = (
             f"{capacity['capacity_rps']:.2f} req/s at {capacity['variable']}={capacity['capacity_load']:g} "
             f"({capacity['capacity_rps_per_device']:.2f} req/s per device, goodput "
-            f"{capacity['capacity_goodput_rps']:.2f} req/s; SLO {targets}; {capacity['load_points']} load points)"
+            f"{capacity['capacity_goodput_rps']:.2f} req/s; SLO {targets}; {capacity['load_points']} load "
+            f"point{'s' if capacity['load_points'] != 1 else ''})"
             + (" — at least: the highest load tried met the SLO (raise slo.max_load / workload.num_prompts)"
                if capacity["capacity_at_range_max"] else "")
             if capacity["slo_met"] else
