@@ -107,3 +107,18 @@ def wait_for(predicate, timeout: float, what: str, poll_s: float = 0.5):
             return value
         time.sleep(poll_s)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def http_status(url: str, key: str | None = None) -> int:
+    """HTTP status of a GET to ``url`` (with ``Bearer key`` when given); 0 when nothing answers (not listening)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except (urllib.error.URLError, OSError):
+        return 0

@@ -10,8 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from tests.e2e.helpers import (
     artifact_paths,
     descendants,
     engine_core_pids,
+    http_status,
     leftover_engine_processes,
     mlflow_runs,
     read_json,
@@ -39,17 +38,6 @@ def _start(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
                             stdout=open(cwd / "stdout.txt", "w"), stderr=open(cwd / "stderr.txt", "w"))
 
 
-def _status(url: str, key: str | None = None) -> int:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as resp:
-            return resp.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except (urllib.error.URLError, OSError):
-        return 0  # not listening yet
-
-
 def test_engine_killed_mid_benchmark_fails_the_run_keeps_the_partial_result_and_leaves_nothing(tmp_path, mlflow_uri):
     proc = _start(["run.mode=serve", "run.api_key_env=AF_TEST_API_KEY", "workload.num_prompts=60"], tmp_path,
                   {"MLFLOW_TRACKING_URI": mlflow_uri, "AF_TEST_API_KEY": API_KEY})
@@ -59,9 +47,9 @@ def test_engine_killed_mid_benchmark_fails_the_run_keeps_the_partial_result_and_
                          (run_dir / "serve_command.txt").read_text().split(), 300, "the serve command")
         base = f"http://127.0.0.1:{argv[argv.index('--port') + 1]}"
         assert argv[argv.index("--host") + 1] == "127.0.0.1" and API_KEY not in " ".join(argv)
-        wait_for(lambda: _status(f"{base}/health") == 200, 400, "a healthy engine")
+        wait_for(lambda: http_status(f"{base}/health") == 200, 400, "a healthy engine")
         # The API key is enforced: vLLM answers 401 without it, 200 with it.
-        assert (_status(f"{base}/v1/models"), _status(f"{base}/v1/models", API_KEY)) == (401, 200)
+        assert (http_status(f"{base}/v1/models"), http_status(f"{base}/v1/models", API_KEY)) == (401, 200)
         bench_log = run_dir / "bench.log"
         wait_for(lambda: bench_log.exists() and (progress_from_log(bench_log.read_text(errors="replace")) or
                                                   (0, 0))[0] >= 5, 300, "5 completed requests")

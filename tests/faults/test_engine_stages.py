@@ -10,8 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -21,6 +19,7 @@ from tests.e2e.helpers import (
     artifact_paths,
     descendants,
     engine_core_pids,
+    http_status,
     mlflow_runs,
     read_json,
     still_alive,
@@ -38,14 +37,7 @@ def _start(args: list[str], cwd: Path, uri: str) -> subprocess.Popen:
 
 def _health(run_dir: Path) -> int:
     argv = (run_dir / "serve_command.txt").read_text().split()
-    try:
-        url = f"http://127.0.0.1:{argv[argv.index('--port') + 1]}/health"
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return 0
+    return http_status(f"http://127.0.0.1:{argv[argv.index('--port') + 1]}/health", None)
 
 
 def _bench_client(runner_pid: int) -> list[psutil.Process]:
