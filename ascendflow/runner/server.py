@@ -133,9 +133,13 @@ def engine_env(plan: Plan, run_dir: Path, secrets: Mapping[str, str] | None = No
     return env
 
 
+#: Seconds between two ``/health`` probes while the engine starts (how late a healthy engine is noticed).
+HEALTH_POLL_S = 0.2
+
+
 def wait_healthy(server: ManagedProcess, url: str, timeout_s: float,
                  tick: Callable[[float], None] | None = None) -> float:
-    """Poll ``url`` (``/health``) until it answers 200.
+    """Poll ``url`` (``/health``) every :data:`HEALTH_POLL_S` s until it answers 200 (``tick`` once a second).
 
     Returns:
         Seconds from the call to the first healthy answer.
@@ -144,6 +148,7 @@ def wait_healthy(server: ManagedProcess, url: str, timeout_s: float,
         EngineStartError: the server exited, or ``timeout_s`` passed.
     """
     start = time.monotonic()
+    ticked = -1
     while True:
         elapsed = time.monotonic() - start
         if server.returncode is not None:
@@ -158,6 +163,7 @@ def wait_healthy(server: ManagedProcess, url: str, timeout_s: float,
                     return elapsed
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
             pass
-        if tick:
+        if tick and int(elapsed) != ticked:
+            ticked = int(elapsed)
             tick(elapsed)
-        time.sleep(1)
+        time.sleep(HEALTH_POLL_S)

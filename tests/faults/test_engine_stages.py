@@ -40,6 +40,11 @@ def _health(run_dir: Path) -> int:
     return http_status(f"http://127.0.0.1:{argv[argv.index('--port') + 1]}/health", None)
 
 
+def _healthy_seen(cwd: Path) -> bool:
+    """The runner printed that the engine is healthy (it is then watching the benchmark client)."""
+    return "engine healthy after" in (cwd / "stdout.txt").read_text()
+
+
 def _bench_client(runner_pid: int) -> list[psutil.Process]:
     return [p for p in descendants(runner_pid) if "ascendflow.runner.bench" in " ".join(p.cmdline())]
 
@@ -58,14 +63,22 @@ def _finish(proc: subprocess.Popen, tree: list[psutil.Process], cwd: Path) -> st
 
 def test_engine_killed_during_the_warm_up_fails_the_run_in_that_stage(tmp_path, mlflow_uri):
     proc = _start(["workload.num_prompts=4"], tmp_path, mlflow_uri)
+    client = None
     try:
-        wait_for(lambda: _bench_client(proc.pid), 600, "the benchmark client", poll_s=0.2)
+        # The client starts with the engine and waits for /health; hold it still until the engine is healthy and
+        # its core is killed, so no request can have been sent.
+        (client,) = wait_for(lambda: _bench_client(proc.pid), 600, "the benchmark client", poll_s=0.2)
+        client.suspend()
+        wait_for(lambda: _healthy_seen(tmp_path), 600, "the runner to see the engine healthy", poll_s=0.2)
         tree = descendants(proc.pid)
         (core,) = engine_core_pids(proc.pid)
         run_dir = next(iter(tmp_path.glob("outputs/runs/*/*")))
         assert not (run_dir / "benchmark.json").exists()
-        os.kill(core, signal.SIGKILL)  # the client is still importing vLLM: no request was sent yet
+        os.kill(core, signal.SIGKILL)
+        client.resume()
     except BaseException:
+        if client is not None and client.is_running():
+            client.resume()
         proc.kill()
         raise
     stderr = _finish(proc, tree, tmp_path)
@@ -84,6 +97,7 @@ def test_engine_dead_after_the_last_request_fails_the_run_in_the_shutdown_stage(
     proc = _start(["workload.num_prompts=4"], tmp_path, mlflow_uri)
     try:
         (client,) = wait_for(lambda: _bench_client(proc.pid), 600, "the benchmark client", poll_s=0.2)
+        wait_for(lambda: _healthy_seen(tmp_path), 600, "the runner to see the engine healthy", poll_s=0.2)
         tree = descendants(proc.pid)
         (core,) = engine_core_pids(proc.pid)
         run_dir = next(iter(tmp_path.glob("outputs/runs/*/*")))
