@@ -86,7 +86,8 @@ def record_on_parent(client: Any, parent_id: str, children: Sequence[Any], work_
     for path in (ranking, predictions, png):
         client.log_artifact(parent_id, str(path))
     client.log_metric(parent_id, "configs_pruned", len(pruned))
-    client.log_metric(parent_id, "configs_meeting_slo", sum(r["slo_met"] for r in rows))
-    client.log_metric(parent_id, "best_capacity_rps", rows[0]["capacity_rps"] if rows[0]["slo_met"] else 0.0)
-    client.set_tag(parent_id, "best_config", rows[0]["name"] if rows[0]["slo_met"] else "none met the SLO")
+    client.log_metric(parent_id, "configs_meeting_slo", sum(r["slo_met"] for r in measured))
+    top = measured[0]
+    client.log_metric(parent_id, "best_capacity_rps", top["capacity_rps"] if top["slo_met"] else 0.0)
+    client.set_tag(parent_id, "best_config", top["name"] if top["slo_met"] else "none met the SLO")
     return rows
