@@ -4,7 +4,9 @@
 parent run once, in the launching process, before any job starts, and writes its id to ``<sweep dir>/
 mlflow_sweep.json``; jobs (in the same process, or in joblib workers) read it and nest their run under it
 (``mlflow.parentRunId``). When the sweep returns, the parent records how many children finished and failed and ends
-FINISHED; an interrupted sweep ends it KILLED (see :func:`end_parent`).
+FINISHED; an interrupted sweep ends it KILLED (see :func:`end_parent`). A capacity sweep with ``slo.measure_top``
+also predicts every job's capacity before any runs and hands the decision to the jobs in the same dict
+(:mod:`ascendflow.capacity.pruning`).
 """
 
 from __future__ import annotations
