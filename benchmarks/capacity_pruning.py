@@ -72,6 +72,7 @@ def children(work: Path) -> dict[str, dict]:
             "status": r.info.status, "pruned": t.get("capacity.pruned") == "true",
             "predicted_capacity_rps": m.get("predicted_capacity_rps"), "capacity_rps": m.get("capacity_rps"),
             "capacity_load": m.get("capacity_load"), "slo_met": m.get("slo_met"),
+            "capacity_at_range_max": m.get("capacity_at_range_max"), "load_points": m.get("load_points"),
             "engine_started": (run_dir / "engine.log").exists(), "reason": t.get("capacity.pruned_reason")}
     return out
 
@@ -89,26 +90,36 @@ def main() -> None:
     parser.add_argument("--measure-top", type=int, default=2)
     parser.add_argument("--halves", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "bench" / "capacity_pruning.json")
+    parser.add_argument("--analyse", type=Path, help="re-read the steps of an earlier run's work directory (printed "
+                                                     "at its start) and rewrite the results file; runs nothing")
     parser.add_argument("--step", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.step:
         return run_step(args.step, args.rest)
+    if args.analyse:
+        return write(args, args.analyse)
     root = Path(tempfile.mkdtemp(prefix="af-prune-"))
     print(f"work directory: {root}", file=sys.stderr)
     space = args.space.split(",")
     parts = [space[: len(space) // 2], space[len(space) // 2:]] if args.halves and len(space) > 1 else [space]
-    exhaustive_steps, exhaustive = [], {}
     for i, part in enumerate(parts):
-        work = root / f"exhaustive_{i}"
-        exhaustive_steps.append(step(["-m", "+sweep=capacity", f"engine.max_num_seqs={','.join(part)}"], work))
-        exhaustive.update(children(work))
-        print(f"exhaustive part {i}: {exhaustive_steps[-1]}", file=sys.stderr)
-    pruned_step = step(["-m", "+sweep=capacity", f"engine.max_num_seqs={args.space}",
-                        f"slo.measure_top={args.measure_top}"], root / "pruned")
-    pruned = children(root / "pruned")
-    print(f"pruned: {pruned_step}", file=sys.stderr)
-    default_step = step(["run.mode=capacity", *DEFAULTS], root / "default")
+        done = step(["-m", "+sweep=capacity", f"engine.max_num_seqs={','.join(part)}"], root / f"exhaustive_{i}")
+        print(f"exhaustive part {i}: {done}", file=sys.stderr)
+    done = step(["-m", "+sweep=capacity", f"engine.max_num_seqs={args.space}", f"slo.measure_top={args.measure_top}"],
+                root / "pruned")
+    print(f"pruned: {done}", file=sys.stderr)
+    step(["run.mode=capacity", *DEFAULTS], root / "default")
+    write(args, root)
+
+
+def write(args: argparse.Namespace, root: Path) -> None:
+    """Read every step of the run in ``root`` and write the results file."""
+    read = lambda work: json.loads((work / "step.json").read_text())  # noqa: E731
+    exhaustive_steps = [read(w) for w in sorted(root.glob("exhaustive_*"))]
+    exhaustive = {n: c for w in sorted(root.glob("exhaustive_*")) for n, c in children(w).items()}
+    pruned_step, pruned = read(root / "pruned"), children(root / "pruned")
+    default_step = read(root / "default")
     default = next(iter(children(root / "default").values()))
     ex_s, pr_s = sum(s["wall_s"] for s in exhaustive_steps), pruned_step["wall_s"]
     ex_best, pr_best = best(exhaustive), best(pruned)
@@ -119,10 +130,14 @@ def main() -> None:
                       "measured_capacity_rps_pruned_sweep": pruned.get(n, {}).get("capacity_rps"),
                       "pruned": pruned.get(n, {}).get("pruned"),
                       "engine_started_in_pruned_sweep": pruned.get(n, {}).get("engine_started"),
-                      "capacity_load_exhaustive": c["capacity_load"]}
+                      "capacity_load_exhaustive": c["capacity_load"],
+                      "capacity_at_range_max_exhaustive": c["capacity_at_range_max"]}
                   for n, c in sorted(exhaustive.items(), key=lambda kv: int(kv[0].split("=")[-1]))}
+    given = dict(a.split("=", 1) for a in pruned_step["args"] if "=" in a)
+    by = lambda key: [n for n, _ in sorted(exhaustive.items(), key=lambda kv: -(kv[1][key] or 0))]  # noqa: E731
     result = {
-        "space": args.space, "measure_top": args.measure_top, "work_dir": str(root),
+        "space": given["engine.max_num_seqs"], "measure_top": int(given["slo.measure_top"]), "work_dir": str(root),
+        "order_by_predicted": by("predicted_capacity_rps"), "order_by_measured": by("capacity_rps"),
         "wall_s": {"exhaustive": ex_s, "exhaustive_parts": [s["wall_s"] for s in exhaustive_steps],
                    "pruned": pr_s, "default": default_step["wall_s"]},
         "wall_saving_percent": 100 * (1 - pr_s / ex_s),
@@ -130,7 +145,8 @@ def main() -> None:
         "configs": per_config,
         "pruned_sweep": pruned,
         "default_config": DEFAULTS, "default_capacity_rps": default["capacity_rps"],
-        "default_capacity_load": default["capacity_load"], "default_predicted_capacity_rps":
+        "default_capacity_load": default["capacity_load"],
+        "default_capacity_at_range_max": default["capacity_at_range_max"], "default_predicted_capacity_rps":
             default["predicted_capacity_rps"],
         "tuned_capacity_rps": {"measurements": both, "mean": tuned},
         "ratio_tuned_over_default": tuned / default["capacity_rps"] if tuned and default["capacity_rps"] else None,
