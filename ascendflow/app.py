@@ -24,7 +24,9 @@ from ascendflow.perfmodel.predict import predicted_metrics
 from ascendflow.runner.artifacts import write_json, write_plan
 from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes, hardware_present
 from ascendflow.capacity.plot import plot_load_curve
+from ascendflow.capacity.pruning import pruned_entry
 from ascendflow.capacity.search import load_range
+from ascendflow.capacity.sweep_predictions import record_pruned
 from ascendflow.runner.capacity_run import serve_and_search
 from ascendflow.runner.engine_metrics import summary_line
 from ascendflow.runner.local import run_offline, serve_and_benchmark
@@ -189,6 +191,8 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics(_plan_metrics(plan))
+        if mode == "capacity" and (pruned := pruned_entry(sweep, name)) is not None:
+            return _pruned(tracked, pruned, run_dir)  # slo.measure_top: the engine is never started
         if mode == "rehearse":
             with tracked.system_metrics():
                 outcome, plan = _rehearse(raw, plan, recipe, run_dir, tracked)
@@ -328,6 +332,15 @@ def _rehearse(raw: dict[str, Any], original: Plan, recipe: str | None, run_dir: 
     verify_installed(rplan.target.engine)
     with console.step(f"rehearsal: {rplan.target.nodes} nodes ({rplan.launcher}) here, vLLM's benchmark client") as u:
         return rehearse(rplan, rspec, run_dir, u), rplan
+
+
+def _pruned(tracked: TrackedRun, entry: dict[str, Any], run_dir: Path) -> None:
+    """A capacity config the sweep does not measure (``slo.measure_top``): a FINISHED run with its plan and
+    prediction, tagged ``capacity.pruned=true`` (:func:`ascendflow.capacity.sweep_predictions.record_pruned`)."""
+    record_pruned(tracked, entry, run_dir)
+    tracked.end("FINISHED", run_dir)
+    console.warn_lines([f"not measured: {entry['reason']}"])
+    return None
 
 
 def _plan_metrics(plan: Plan) -> dict[str, float]:

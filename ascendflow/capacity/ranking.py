@@ -42,22 +42,52 @@ def rank(children: Sequence[Any]) -> list[dict[str, Any]]:
     return ordered
 
 
-def record_on_parent(client: Any, parent_id: str, children: Sequence[Any], work_dir: Path) -> list[dict[str, Any]]:
-    """Write ``capacity_ranking.json`` and ``capacity_pareto.png`` into ``work_dir`` and onto the parent run, with
-    metrics ``best_capacity_rps`` / ``configs_meeting_slo`` and tag ``best_config``; returns the ranking (empty when
-    no child was a capacity search: nothing is written)."""
-    from ascendflow.capacity.plot import plot_pareto
+def pruned_rows(children: Sequence[Any]) -> list[dict[str, Any]]:
+    """Children a ``slo.measure_top`` sweep did not measure (tag ``capacity.pruned=true``), for the ranking:
+    ``{"rank": None, "name", "run_id", "pruned": True, "predicted_capacity_rps", "predicted_rank", "reason"}``, by
+    predicted rank."""
+    rows = [{"rank": None, "name": run.data.tags.get("mlflow.runName", run.info.run_id), "run_id": run.info.run_id,
+             "pruned": True, "predicted_capacity_rps": run.data.metrics.get("predicted_capacity_rps"),
+             "predicted_rank": run.data.metrics.get("predicted_rank"),
+             "reason": run.data.tags.get("capacity.pruned_reason", "")}
+            for run in children if run.data.tags.get("capacity.pruned") == "true"]
+    return sorted(rows, key=lambda r: (r["predicted_rank"] is None, r["predicted_rank"] or 0))
 
-    rows = rank(children)
-    if not rows:
-        return rows
+
+def record_on_parent(client: Any, parent_id: str, children: Sequence[Any], work_dir: Path,
+                     pruning: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Write ``capacity_ranking.json`` (measured configs ranked, ``"pruned": false``; then the pruned ones,
+    ``"pruned": true``, rank ``None``), ``capacity_predictions.json`` (:func:`ascendflow.capacity.pruning.
+    predictions_table`: predicted against measured capacity per config) and ``capacity_pareto.png`` (measured
+    configs) into ``work_dir`` and onto the parent run, with metrics ``best_capacity_rps`` / ``configs_meeting_slo``
+    / ``configs_pruned`` and tag ``best_config``; returns the ranking (empty when no child was a capacity search:
+    nothing is written). ``pruning``: the sweep's ``slo.measure_top`` decision, ``None`` when all were measured."""
+    from ascendflow.capacity.plot import plot_pareto
+    from ascendflow.capacity.pruning import predictions_table
+
+    measured = rank(children)
+    if not measured:
+        return measured
+    pruned = pruned_rows(children)
+    rows = [{**r, "pruned": False} for r in measured] + pruned
     work_dir.mkdir(parents=True, exist_ok=True)
     ranking = work_dir / "capacity_ranking.json"
     ranking.write_text(json.dumps(rows, indent=2))
-    png = plot_pareto(rows, work_dir / "capacity_pareto.png", "capacity at the SLO vs p99 TTFT, per server config")
-    client.log_artifact(parent_id, str(ranking))
-    client.log_artifact(parent_id, str(png))
-    client.log_metric(parent_id, "configs_meeting_slo", sum(r["slo_met"] for r in rows))
-    client.log_metric(parent_id, "best_capacity_rps", rows[0]["capacity_rps"] if rows[0]["slo_met"] else 0.0)
-    client.set_tag(parent_id, "best_config", rows[0]["name"] if rows[0]["slo_met"] else "none met the SLO")
+    table = predictions_table(pruning, [
+        {"name": run.data.tags.get("mlflow.runName", run.info.run_id), "run_id": run.info.run_id,
+         "predicted_capacity_rps": run.data.metrics.get("predicted_capacity_rps"),
+         "capacity_rps": run.data.metrics.get("capacity_rps"),
+         "slo_met": bool(run.data.metrics["slo_met"]) if "slo_met" in run.data.metrics else None}
+        for run in children])
+    predictions = work_dir / "capacity_predictions.json"
+    predictions.write_text(json.dumps(table, indent=2))
+    png = plot_pareto(measured, work_dir / "capacity_pareto.png",
+                      "capacity at the SLO vs p99 TTFT, per server config")
+    for path in (ranking, predictions, png):
+        client.log_artifact(parent_id, str(path))
+    client.log_metric(parent_id, "configs_pruned", len(pruned))
+    client.log_metric(parent_id, "configs_meeting_slo", sum(r["slo_met"] for r in measured))
+    top = measured[0]
+    client.log_metric(parent_id, "best_capacity_rps", top["capacity_rps"] if top["slo_met"] else 0.0)
+    client.set_tag(parent_id, "best_config", top["name"] if top["slo_met"] else "none met the SLO")
     return rows

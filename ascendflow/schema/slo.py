@@ -30,6 +30,12 @@ class SloSpec(Spec):
         resolution: the search stops when the highest passing and lowest failing loads are this close (1 for
             concurrency, as serve_sla; a fraction of a req/s for rates).
         max_points: most load points measured per server config (each is one run of the benchmark client).
+        measure_top: in a basic-sweeper capacity sweep (``-m +sweep=capacity ...``), measure only this many server
+            configs: before any job runs, the performance model (:mod:`ascendflow.perfmodel`, the plan's
+            ``performance.capacity``) predicts every config's capacity, and the k highest are measured; the others
+            are FINISHED MLflow children tagged ``capacity.pruned=true`` with ``predicted_capacity_rps`` and the
+            reason, and no engine start (:mod:`ascendflow.capacity.pruning`). Configs without a prediction are
+            always measured. ``None``: measure all. Refused with an Optuna sweeper or outside ``run.mode=capacity``.
     """
 
     name: str = "default"
@@ -40,6 +46,7 @@ class SloSpec(Spec):
     max_load: float | None = Field(default=None, gt=0)
     resolution: float = Field(default=1, gt=0)
     max_points: int = Field(default=6, ge=2, le=64)
+    measure_top: int | None = Field(default=None, ge=1)
 
     @property
     def targets(self) -> dict[str, float]:

@@ -4,7 +4,9 @@
 parent run once, in the launching process, before any job starts, and writes its id to ``<sweep dir>/
 mlflow_sweep.json``; jobs (in the same process, or in joblib workers) read it and nest their run under it
 (``mlflow.parentRunId``). When the sweep returns, the parent records how many children finished and failed and ends
-FINISHED; an interrupted sweep ends it KILLED (see :func:`end_parent`).
+FINISHED; an interrupted sweep ends it KILLED (see :func:`end_parent`). A capacity sweep with ``slo.measure_top``
+also predicts every job's capacity before any runs and hands the decision to the jobs in the same dict
+(:mod:`ascendflow.capacity.pruning`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from ascendflow.capacity.pruning import KEY as PRUNING_KEY
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.schema.secrets import mask_text, secret_values
@@ -191,8 +194,35 @@ def refuse_search_without_measurements(config: DictConfig, engines: bool) -> Non
                                         f"hardware that is here")
 
 
+def refuse_bad_measure_top(config: DictConfig, tracking_enabled: bool) -> int | None:
+    """``slo.measure_top`` of a multirun: the number of capacity configs to measure, or ``None`` (measure all).
+
+    Raises:
+        ConfigError: not an integer ≥ 1, set outside ``run.mode=capacity``, with an Optuna sweeper (it picks its
+            own trials), or with tracking off (pruned configs are recorded as MLflow runs).
+    """
+    top = OmegaConf.select(config, "slo.measure_top", default=None)
+    if top is None:
+        return None
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ConfigError("slo.measure_top", top, "must be an integer ≥ 1 (configs to measure) or null (measure "
+                                                  "all); e.g. slo.measure_top=2")
+    if OmegaConf.select(config, "run.mode", default="auto") != "capacity":
+        raise ConfigError("slo.measure_top", top, f"prunes a capacity sweep, and this is run.mode="
+                                                  f"{OmegaConf.select(config, 'run.mode')}; add +sweep=capacity "
+                                                  f"(or run.mode=capacity), or drop slo.measure_top")
+    if "optuna" in str(OmegaConf.select(config, "hydra.sweeper._target_", default="") or "").lower():
+        raise ConfigError("slo.measure_top", top, "prunes a basic-sweeper grid before any job runs, and an Optuna "
+                                                  "sweeper picks its own trials; sweep with -m and the basic "
+                                                  "sweeper, or drop slo.measure_top")
+    if not tracking_enabled:
+        raise ConfigError("slo.measure_top", top, "pruned configs are recorded as MLflow runs, and tracking is off; "
+                                                  "set tracking.enabled=true or drop slo.measure_top")
+    return top
+
+
 def print_ranking(rows: list[dict[str, Any]]) -> None:
-    """The capacity ranking as a table on the terminal (rich)."""
+    """The capacity ranking as a table on the terminal (rich); pruned configs (``slo.measure_top``) last."""
     from rich.console import Console
     from rich.table import Table
 
@@ -200,11 +230,30 @@ def print_ranking(rows: list[dict[str, Any]]) -> None:
     for col in ("rank", "config", "capacity req/s", "per device", "load", "p99 TTFT ms", "p99 TPOT ms", "Pareto"):
         table.add_column(col)
     for r in rows:
+        if r.get("pruned"):
+            table.add_row("-", r["name"], f"pruned (predicted {r['predicted_capacity_rps']:.2f})", "", "", "", "",
+                          "")
+            continue
         table.add_row(str(r["rank"]), r["name"], f"{r['capacity_rps']:.2f}" if r["slo_met"] else "SLO not met",
                       f"{r['capacity_rps_per_device']:.2f}", f"{r['capacity_load']:g}",
                       f"{r['capacity_p99_ttft_ms']:.0f}", f"{r['capacity_p99_tpot_ms']:.1f}",
                       "yes" if r["pareto"] else "")
     Console(stderr=True).print(table)
+
+
+def _pruning(config: DictConfig, measure_top: int) -> dict[str, Any]:
+    """Predict every job's capacity, keep the top ``measure_top`` (:mod:`ascendflow.capacity.pruning`) and say so on
+    one line; the result travels in the sweep dict to every job."""
+    from ascendflow.capacity.pruning import decide
+    from ascendflow.capacity.sweep_predictions import predict_sweep
+
+    configs = decide(predict_sweep(config, swept_keys(config)), measure_top)
+    measured = [c for c in configs if c["measure"]]
+    shown = "; ".join(f"{c['name']} ({c['predicted_capacity_rps']:.2f} req/s)" if c["predicted_capacity_rps"]
+                      is not None else f"{c['name']} (not predicted)" for c in measured)
+    print(f"capacity sweep: measuring {len(measured)} of {len(configs)} configs (slo.measure_top={measure_top}, by "
+          f"predicted capacity): {shown}", file=sys.stderr)
+    return {"measure_top": measure_top, "configs": configs}
 
 
 class MlflowSweepCallback(Callback):
@@ -221,8 +270,10 @@ class MlflowSweepCallback(Callback):
             refuse_search_without_measurements(config, engines)
             refuse_bad_search_space(config)
             tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
+            measure_top = refuse_bad_measure_top(config, tracking.enabled)
             if not tracking.enabled:
                 return
+            pruning = _pruning(config, measure_top) if measure_top is not None else None
             outputs = Path.cwd() / "outputs"
             # An unreachable tracking server fails in seconds instead of retrying for minutes (as TrackedRun does).
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
@@ -232,7 +283,7 @@ class MlflowSweepCallback(Callback):
                                None if server else tracking_uri(tracking, outputs))
             if server:
                 tracking = tracking.model_copy(update={"tracking_uri": start_server(tracking, outputs)})
-            self._open_parent(config, tracking)
+            self._open_parent(config, tracking, pruning)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
@@ -245,7 +296,7 @@ class MlflowSweepCallback(Callback):
                   f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); nothing was run", file=sys.stderr)
             raise SystemExit(1) from None
 
-    def _open_parent(self, config: DictConfig, tracking: TrackingSpec) -> None:
+    def _open_parent(self, config: DictConfig, tracking: TrackingSpec, pruning: dict[str, Any] | None) -> None:
         outputs = Path.cwd() / "outputs"
         uri = tracking_uri(tracking, outputs)
         client = _client(uri)
@@ -268,7 +319,9 @@ class MlflowSweepCallback(Callback):
                                       "sweep.keys": ",".join(swept_keys(config))[:5000],
                                       "sweeper": str(OmegaConf.select(config, "hydra.sweeper._target_", default=""))})
         sweep = {"run_id": run.info.run_id, "experiment_id": experiment_id, "tracking_uri": uri,
-                 "swept_keys": swept_keys(config)}
+                 "swept_keys": swept_keys(config), **({PRUNING_KEY: pruning} if pruning else {})}
+        if pruning:
+            client.set_tag(run.info.run_id, "capacity.measure_top", str(pruning["measure_top"]))
         ACTIVE["sweep"] = sweep
         self.sweep = sweep  # pickled with the callback into every job's process (on_job_start)
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -296,7 +349,7 @@ class MlflowSweepCallback(Callback):
             children = client.search_runs([sweep["experiment_id"]], max_results=10000,
                                           filter_string=f"tags.mlflow.parentRunId = '{sweep['run_id']}' and "
                                                         f"attributes.status = 'FINISHED'")
-            rows = record_on_parent(client, sweep["run_id"], children, sweep_dir)
+            rows = record_on_parent(client, sweep["run_id"], children, sweep_dir, sweep.get(PRUNING_KEY))
             if rows:
                 print_ranking(rows)
         except Exception as exc:
