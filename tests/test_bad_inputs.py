@@ -8,8 +8,16 @@ from tests.conftest import run_ascendflow
 
 CASES = [
     # (overrides, expected fragments of the one-line message)
-    (["model=no_such_model"], ["Could not find 'model/no_such_model'"]),
-    (["hardware=no_such_hw"], ["Could not find 'hardware/no_such_hw'"]),
+    (["model=no_such_model"], ["error: model='no_such_model': is not an option of the 'model' group; pick one of: ",
+                               "smollm2_135m, smollm2_135m_w8a8, tiny_deepseek"]),
+    (["hardware=no_such_hw"], ["error: hardware='no_such_hw': is not an option of the 'hardware' group"]),
+    (["+recipe=nonexistent_recipe"], ["error: recipe='nonexistent_recipe': is not an option of the 'recipe' group; "
+                                      "pick one of: deepseek_r1, "]),
+    (["engine.max_num_seq=8"], ["error: engine.max_num_seq='8': is not a config key (check the spelling; `python -m "
+                                "ascendflow --cfg job` lists the keys; +engine.max_num_seq=... adds a new one)"]),
+    (["ascend.env.HF_TOKEN=hf_do_not_echo"], ["error: ascend.env.HF_TOKEN='***': is not a config key"]),
+    (["engine.max_num_seqs=-3"], ["error: engine.max_num_seqs=-3: Input should be greater than or equal to 1; set "
+                                  "engine.max_num_seqs to 1 or more"]),
     (["parallel.tensor_parallel_size=2"], ["parallel.tensor_parallel_size=2",
                                            "must divide the model's num_attention_heads (9)"]),
     (["parallel.tensor_parallel_size=3"], ["parallel.tensor_parallel_size=3", "3 devices",
@@ -102,10 +110,11 @@ def test_bad_input_is_one_line_and_non_zero(overrides, fragments, tmp_path):
     for fragment in fragments:
         assert fragment in err, err
     assert "Traceback" not in err
-    # Our own errors are exactly one line ("error: <key>=<value>: <rule>"); Hydra's own say which group options exist.
-    if not overrides[0].startswith(("model=no_such", "hardware=no_such")):
-        lines = [line for line in err.splitlines() if line.strip()]
-        assert len(lines) == 1 and lines[0].startswith("error: "), err
+    # Exactly one line ("error: <key>=<value>: <rule>; <fix>"), Hydra's composition errors included, exit 2.
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert proc.returncode == 2
+    assert "hf_do_not_echo" not in err
     # Nothing half-done: no plan written for bad input.
     assert not list(tmp_path.glob("outputs/runs/*/*/plan.json"))
 

@@ -48,4 +48,20 @@ def format_validation_error(exc: Any, prefix: str = "") -> ConfigError:
     elif err["type"] == "missing":
         value = None
         rule = "required key is missing"
+    elif (fix := _FIXES.get(err["type"])) is not None:
+        rule = f"{rule}; {fix.format(key=key, **{k: v for k, v in (err.get('ctx') or {}).items()})}"
     return ConfigError(key or "<root>", value, rule)
+
+
+#: The fix appended to pydantic's rule, per pydantic error type (``ctx`` values filled in).
+_FIXES = {
+    "greater_than": "set {key} above {gt}",
+    "greater_than_equal": "set {key} to {ge} or more",
+    "less_than": "set {key} below {lt}",
+    "less_than_equal": "set {key} to {le} or less",
+    "literal_error": "pick one of those",
+    "int_parsing": "give a whole number",
+    "int_from_float": "give a whole number",
+    "float_parsing": "give a number",
+    "bool_parsing": "give true or false",
+}

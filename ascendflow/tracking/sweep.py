@@ -176,6 +176,33 @@ def refuse_bad_search_space(config: DictConfig) -> None:
                           "server knobs (engine.*, graph, parallel.*, quantization) and run one sweep per workload")
 
 
+def refuse_bad_shared_values(config: DictConfig) -> None:
+    """Validate what every job of the sweep shares before any job starts: the spec (:func:`ascendflow.schema.load_spec`)
+    of the sweep's config and, for a capacity sweep, its SLO against the workload
+    (:func:`ascendflow.capacity.search.load_range`). A broken value that a sweep override replaces is left to the
+    job (its swept values are validated there).
+
+    Raises:
+        ConfigError: a value outside the swept keys breaks a rule (e.g. ``slo.p99_ttft_ms=0``).
+    """
+    from ascendflow.capacity.search import load_range
+    from ascendflow.schema import load_spec
+
+    swept = set(swept_keys(config))
+    try:
+        raw = OmegaConf.to_container(OmegaConf.masked_copy(config, [k for k in config if k != "hydra"]), resolve=True,
+                                     throw_on_missing=True)
+    except Exception:  # an interpolation only a job can resolve: the jobs validate it
+        return
+    try:
+        spec = load_spec(raw)
+        if spec.run.mode == "capacity":
+            load_range(spec.slo, spec.workload)
+    except ConfigError as exc:
+        if not any(exc.key == k or exc.key.startswith(f"{k}.") for k in swept):
+            raise
+
+
 def refuse_search_without_measurements(config: DictConfig, engines: bool) -> None:
     """An Optuna search needs a measured objective; plan-only jobs return none (Optuna then fails after the last
     trial: "No trials are completed yet").
@@ -269,6 +296,7 @@ class MlflowSweepCallback(Callback):
             refuse_parallel_engines(OmegaConf.select(config, "hydra.launcher"), "serve" if engines else "plan")
             refuse_search_without_measurements(config, engines)
             refuse_bad_search_space(config)
+            refuse_bad_shared_values(config)
             tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
             measure_top = refuse_bad_measure_top(config, tracking.enabled)
             if not tracking.enabled:

@@ -72,6 +72,8 @@ def test_an_slo_no_load_can_meet_is_recorded_not_crashed(tmp_path, mlflow_uri):
     (["-m", "+sweep=capacity", "hydra.sweeper.params=null"],
      "error: hydra.sweeper.params='{}': a capacity sweep needs at least one server knob to vary"),
     (["run.mode=capacity", "slo.p99_ttft_ms=0"], "error: slo.p99_ttft_ms=0: Input should be greater than 0"),
+    (["-m", "+sweep=capacity", "slo.p99_ttft_ms=0"],
+     "error: slo.p99_ttft_ms=0: Input should be greater than 0; set slo.p99_ttft_ms above 0.0"),
     (["run.mode=capacity", "slo.p99_ttft_ms=null", "slo.p99_tpot_ms=null"],
      "error: slo.p99_ttft_ms=None: a capacity search needs a latency target"),
     (["run.mode=capacity", "slo.max_load=100"], "error: slo.max_load=100.0: exceeds workload.num_prompts (32)"),
