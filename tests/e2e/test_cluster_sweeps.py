@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
 import re
+import subprocess
+import sys
+import time
 
 import psutil
 import pytest
@@ -38,16 +42,17 @@ def cluster_processes(root: Path) -> list[str]:
 
 
 def engine_processes(root: Path) -> set[str]:
-    """Live vLLM processes (API server, engine core) and processes started for a run directory under ``root``
-    (``ASCENDFLOW_RUN_DIR``), as ``pid command line``."""
+    """Live processes started for a run under ``root``: ``ASCENDFLOW_RUN_DIR`` under ``root`` in their environment,
+    or their working directory under ``root`` (vLLM's engine core rewrites its title and may hide its environment),
+    as ``pid command line``."""
     found = set()
     for proc in psutil.process_iter(["cmdline", "status"]):
         try:
-            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
                 continue
-            line = " ".join(proc.info["cmdline"] or [])
-            if "vllm" in line.lower() or proc.environ().get("ASCENDFLOW_RUN_DIR", "").startswith(str(root)):
-                found.add(f"{proc.pid} {line[:200]}")
+            if proc.environ().get("ASCENDFLOW_RUN_DIR", "").startswith(str(root)) or \
+                    proc.cwd().startswith(str(root)):
+                found.add(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])[:200]}")
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
@@ -80,15 +85,26 @@ def test_ray_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_path):
 
 
 def test_ray_sweep_serves_two_jobs_one_at_a_time_in_ray_workers(tmp_path):
-    before, engines_before = cluster_processes(tmp_path), engine_processes(tmp_path)
-    proc = run_ascendflow(["-m", "hydra/launcher=ray_local", "tracking=server", "run.mode=serve",
-                           "workload.num_prompts=4", "workload.max_concurrency=4", "workload.max_output_tokens=16",
-                           "engine.seed=0,1"], cwd=tmp_path, timeout=400)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "Started a local Ray instance" in proc.stderr
+    before = cluster_processes(tmp_path)
+    args = ["-m", "hydra/launcher=ray_local", "tracking=server", "run.mode=serve", "workload.num_prompts=4",
+            "workload.max_concurrency=4", "workload.max_output_tokens=16", "engine.seed=0,1"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    with open(tmp_path / "out.txt", "w") as out_f, open(tmp_path / "err.txt", "w") as err_f:
+        sweep = subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=tmp_path, env=env, text=True,
+                                 stdout=out_f, stderr=err_f)
+        seen: set[str] = set()  # what the leftover check below finds while the sweep runs
+        deadline = time.monotonic() + 400
+        while sweep.poll() is None and time.monotonic() < deadline:
+            seen |= {line.split(" ", 1)[1] for line in engine_processes(tmp_path)}
+            time.sleep(2)
+        sweep.wait(timeout=max(1.0, deadline - time.monotonic()))
+    out, err = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
+    assert sweep.returncode == 0, err[-3000:]
+    assert "Started a local Ray instance" in err
+    assert any("vllm.entrypoints.openai.api_server" in c for c in seen) and any("EngineCore" in c for c in seen)
     # each job's summary comes from a Ray task (the launcher's `_run_job`), not from the sweep's process
-    assert len(re.findall(r"\(_run_job pid=\d+\)\S* │ requests +│ 4 completed, 0 failed", proc.stdout + proc.stderr)) == 2
-    assert cluster_processes(tmp_path) == before and engine_processes(tmp_path) - engines_before == set()
+    assert len(re.findall(r"\(_run_job pid=\d+\)\S* │ requests +│ 4 completed, 0 failed", out + err)) == 2
+    assert cluster_processes(tmp_path) == before and engine_processes(tmp_path) == set()
     with TrackingServer(TrackingSpec(), tmp_path / "outputs") as server:
         runs = mlflow_runs(server.uri)
         (parent,) = [r for r in runs if r.data.tags.get("ascendflow.sweep") == "parent"]
