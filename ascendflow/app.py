@@ -339,7 +339,7 @@ def _pruned(tracked: TrackedRun, entry: dict[str, Any], run_dir: Path) -> None:
     prediction, tagged ``capacity.pruned=true`` (:func:`ascendflow.capacity.sweep_predictions.record_pruned`)."""
     record_pruned(tracked, entry, run_dir)
     tracked.end("FINISHED", run_dir)
-    console.warn_lines([f"not measured: {entry['reason']}"])
+    console.warn_lines([f"config not measured (slo.measure_top): {entry['reason'].removeprefix('pruned: ')}"])
     return None
 
 

@@ -121,6 +121,8 @@ def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) 
     table = runs[["tags.mlflow.runName", "status", *columns, *metrics]].rename(
         columns=lambda c: c.removeprefix("params.").removeprefix("metrics.").removeprefix("tags.choice.")
         .replace("tags.mlflow.runName", "run"))
+    if "tags.capacity.pruned" in runs.columns:  # a capacity sweep with slo.measure_top: which configs were measured
+        table.insert(2, "measured", ~(runs["tags.capacity.pruned"].fillna("false") == "true"))
 
     out_dir = out_dir or Path.cwd() / "outputs" / "compare" / parent.info.run_id
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -152,6 +154,20 @@ def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) 
     return table, csv, png
 
 
+#: Columns a capacity sweep's terminal table keeps (besides the run, its status and the swept keys).
+CAPACITY_VIEW = ("measured", "capacity_rps", "predicted_capacity_rps", "capacity_load", "slo_met", "pareto")
+
+
+def terminal_view(table):
+    """The columns worth a terminal's width: none that is empty in every run, and for a capacity sweep only the
+    capacity columns (:data:`CAPACITY_VIEW`); the CSV keeps them all. ``table``: the DataFrame of :func:`compare`."""
+    shown = table.dropna(axis=1, how="all")
+    if "capacity_rps" in shown.columns or "measured" in shown.columns:
+        swept = [c for c in shown.columns if c not in METRICS and c not in ("run", "status", *CAPACITY_VIEW)]
+        shown = shown[[c for c in ("run", "status", *swept, *CAPACITY_VIEW) if c in shown.columns]]
+    return shown
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry: prints the table and where the CSV and PNG are. Exit code 2 when no sweep is found."""
     parser = argparse.ArgumentParser(prog="python -m ascendflow.compare", description=__doc__.splitlines()[0])
@@ -166,10 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     except CompareError as exc:
         print(f"error: {exc}", file=sys.stderr)  # one line, never wrapped
         return 2
-    view = Table(title="sweep comparison", title_justify="left")
-    for column in table.columns:
+    view = Table(title="sweep comparison (every column in the CSV)", title_justify="left")
+    shown = terminal_view(table)
+    for column in shown.columns:
         view.add_column(str(column), overflow="fold")
-    for _, row in table.iterrows():
+    for _, row in shown.iterrows():
         view.add_row(*(f"{v:,.2f}" if isinstance(v, float) else str(v) for v in row))
     console.print(view)
     console.print(f"CSV: {csv}\nPareto plot: {png}\n(also logged on the sweep's parent run under comparison/)",

@@ -258,7 +258,8 @@ def print_ranking(rows: list[dict[str, Any]]) -> None:
 
     table = Table(title="capacity at the SLO, per server config")
     for col in ("rank", "config", "capacity req/s", "per device", "load", "p99 TTFT ms", "p99 TPOT ms", "Pareto"):
-        table.add_column(col)
+        # The config name is what the reader needs whole: it folds onto more lines instead of being cut ("engine.…").
+        table.add_column(col, overflow="fold", min_width=24 if col == "config" else None)
     for r in rows:
         if r.get("pruned"):
             table.add_row("-", r["name"], f"pruned (predicted {r['predicted_capacity_rps']:.2f})", "", "", "", "",
