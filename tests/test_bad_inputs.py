@@ -67,6 +67,10 @@ CASES = [
      ["parallel.tensor_parallel_size=7", "must divide the model's num_key_value_heads (4) or be a multiple of it"]),
     (["+recipe=qwen3_0_6b", "quantization.kv_cache_dtype=fp8"],
      ["quantization.kv_cache_dtype='fp8'", "from the checkpoint's kv_cache_type"]),
+    (["+recipe=qwen3_235b_tp8pp2_2nodes", "parallel.tensor_parallel_size=4"],
+     ["parallel.nodes=2: must divide data_parallel_size (1)", "one DP rank (TP×PP = 4×2 = 8 devices) spans nodes only "
+      "when it needs more than one node's 8; use parallel.nodes=1, a data_parallel_size that is a multiple of 2, or "
+      "TP×PP = 16"]),
     (["+recipe=qwen3_235b_w8a8", "graph.cudagraph_capture_sizes=[]"],
      ["graph.cudagraph_capture_sizes=[]", "at least 1 item"]),
     (["+recipe=qwen2_5_7b", "engine.gpu_memory_utilization=0.5"],

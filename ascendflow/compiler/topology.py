@@ -73,8 +73,13 @@ def place_nodes(parallel: ParallelSpec, hardware: HardwareSpec) -> list[tuple[in
     """
     nodes, dp = parallel.nodes, parallel.data_parallel_size
     if dp % nodes:
+        tp, pp = parallel.tensor_parallel_size, parallel.pipeline_parallel_size
         raise ConfigError("parallel.nodes", nodes, f"must divide data_parallel_size ({dp}): each node runs the same "
-                                                   "number of DP ranks (--data-parallel-size-local)")
+                                                   f"number of DP ranks (--data-parallel-size-local), and one DP "
+                                                   f"rank (TP×PP = {tp}×{pp} = {tp * pp} devices) spans nodes only "
+                                                   f"when it needs more than one node's {hardware.devices_per_node}; "
+                                                   f"use parallel.nodes=1, a data_parallel_size that is a multiple "
+                                                   f"of {nodes}, or TP×PP = {nodes * hardware.devices_per_node}")
     local = dp // nodes
     per_node = local * devices_per_dp_rank(parallel)
     if per_node > hardware.devices_per_node:
