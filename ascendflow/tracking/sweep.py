@@ -300,9 +300,9 @@ class MlflowSweepCallback(Callback):
             refuse_parallel_engines(OmegaConf.select(config, "hydra.launcher"), "serve" if engines else "plan")
             refuse_search_without_measurements(config, engines)
             refuse_bad_search_space(config)
-            refuse_bad_shared_values(config)
             tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
             measure_top = refuse_bad_measure_top(config, tracking.enabled)
+            refuse_bad_shared_values(config)
             if not tracking.enabled:
                 return
             pruning = _pruning(config, measure_top) if measure_top is not None else None
