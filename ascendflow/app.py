@@ -15,14 +15,14 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ascendflow import console
-from ascendflow.compiler import Plan, compile_plan
+from ascendflow.compiler import Plan
 from ascendflow.models.errors import ModelNotFoundError
 from ascendflow.models.resolve import resolve_model
 from ascendflow.report import kv_capacity_line, result_record, summary_rows
 from ascendflow.perfmodel.attach import with_performance
 from ascendflow.perfmodel.predict import predicted_metrics
 from ascendflow.runner.artifacts import write_json, write_plan
-from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes, hardware_present
+from ascendflow.runner.detect import compile_for_this_host, hardware_present
 from ascendflow.capacity.plot import plot_load_curve
 from ascendflow.capacity.pruning import pruned_entry
 from ascendflow.capacity.search import load_range
@@ -182,9 +182,7 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
         _check_api_key(spec, mode)
         with console.step(f"model {spec.model.name}") as update:
             model = resolve_model(spec.model, need_weights=mode in ("serve", "offline", "capacity"), progress=update)
-        plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
-                            host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
-                            host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
+        plan = compile_for_this_host(spec, model)
         if mode == "rehearse":
             check_rehearsable(plan)  # before anything is written or started
         plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())

@@ -31,10 +31,9 @@ def job_overrides(config: DictConfig) -> list[list[str]]:
 def predict_job(job_config: DictConfig) -> tuple[float | None, str]:
     """Predicted capacity (req/s at the SLO) of one composed job config, and why not when ``None``: never raises
     (a job whose config is bad fails on its own, with its own message, when it runs)."""
-    from ascendflow.compiler import compile_plan
     from ascendflow.models.resolve import resolve_model
     from ascendflow.perfmodel.attach import with_performance
-    from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes
+    from ascendflow.runner.detect import compile_for_this_host
     from ascendflow.schema import load_spec
 
     try:
@@ -43,10 +42,7 @@ def predict_job(job_config: DictConfig) -> tuple[float | None, str]:
             task.pop("hydra", None)
         spec = load_spec(OmegaConf.to_container(task, resolve=True, throw_on_missing=True))
         model = resolve_model(spec.model, need_weights=False)
-        # The same call as ascendflow/app.py _run_job, so the job's own plan (and prediction) is this one.
-        plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
-                            host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
-                            host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
+        plan = compile_for_this_host(spec, model)  # the job's own plan, so its prediction is this one
         plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())
     except Exception as exc:  # noqa: BLE001 - unpredicted configs are measured
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, Callable
 
-from ascendflow.compiler import Plan, compile_plan
+from ascendflow.compiler import Plan
 from ascendflow.models.resolve import resolve_model
 from ascendflow.rehearsal.scale import LOCAL_IP, refuse_unrehearsable, rehearsal_config
-from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes
+from ascendflow.runner.detect import compile_for_this_host
 from ascendflow.runner.server import free_port
 from ascendflow.schema import ConfigError, RunSpec, load_spec
 
@@ -37,9 +37,7 @@ def rehearsal_plan(raw: dict[str, Any], plan: Plan, progress: Callable[[str], No
     """
     spec = load_spec(rehearsal_config(raw, plan.target.devices_per_node, lambda: free_port(LOCAL_IP)))
     model = resolve_model(spec.model, need_weights=True, progress=progress)
-    rehearsed = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
-                             host_memory_bytes=cpu_node_memory_bytes(), host_amx=cpu_has_amx(),
-                             checkpoint=model.checkpoint)
+    rehearsed = compile_for_this_host(spec, model)  # a CPU plan: this node's memory and AMX
     same = (rehearsed.target.nodes, rehearsed.launcher) == (plan.target.nodes, plan.launcher)
     if not same:
         raise ConfigError("run.mode", "rehearse", f"the scaled-down plan runs {rehearsed.target.nodes} node(s) with "

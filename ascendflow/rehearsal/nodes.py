@@ -16,8 +16,6 @@ import shlex
 import shutil
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,7 +26,7 @@ from ascendflow.runner.bench import bench_argv
 from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.local import run_bench_client
 from ascendflow.runner.process import ManagedProcess
-from ascendflow.runner.server import OVERRIDING_ENV, RUN_DIR_ENV, EngineStartError, engine_failure, free_port
+from ascendflow.runner.server import OVERRIDING_ENV, RUN_DIR_ENV, EngineStartError, engine_failure, free_port, healthy
 from ascendflow.rehearsal.scale import LOCAL_IP
 from ascendflow.rehearsal.vllm_cli import write_shim
 from ascendflow.schema.spec import RunSpec
@@ -83,14 +81,6 @@ def reap_strays(run_dir: Path, grace_s: float) -> list[int]:
     return [p.pid for p in found]
 
 
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
-
-
 def _dead_node(nodes: list[ManagedProcess]) -> int | None:
     return next((k for k, n in enumerate(nodes) if n.returncode is not None), None)
 
@@ -133,7 +123,7 @@ def rehearse(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dict[s
         (base / "commands.txt").write_text("\n".join(commands) + "\n")
         status(f"{len(nodes)} nodes starting (logs: {base}/node<k>.log)")
         start = time.monotonic()
-        while not _healthy(health_url):
+        while not healthy(health_url):
             if (k := _dead_node(nodes)) is not None:
                 raise _node_failure(nodes, k, "before node 0 was healthy")
             elapsed = time.monotonic() - start

@@ -98,19 +98,13 @@ def wait_then_run(argv: list[str], health_url: str, timeout_s: float) -> dict[st
             when the engine dies).
     """
     import time
-    import urllib.error
-    import urllib.request
 
     import vllm.benchmarks.serve  # noqa: F401  (the import is what is moved off the critical path)
 
+    from ascendflow.runner.server import healthy
+
     deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with urllib.request.urlopen(health_url, timeout=2) as resp:
-                if resp.status == 200:
-                    break
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
+    while not healthy(health_url):
         if time.monotonic() > deadline:
             raise TimeoutError(f"{health_url} did not answer 200 within {timeout_s:.0f} s")
         time.sleep(WAIT_PROBE_S)

@@ -7,6 +7,7 @@ import importlib.util
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from ascendflow.schema.hardware import HardwareSpec
 
@@ -41,3 +42,20 @@ def cpu_has_amx() -> bool:
     backend (``vllm/platforms/cpu.py``: ``torch.cpu._is_amx_tile_supported()``)."""
     cpuinfo = Path("/proc/cpuinfo")
     return cpuinfo.exists() and " amx_tile" in cpuinfo.read_text()
+
+
+def compile_for_this_host(spec: Any, model: Any) -> Any:
+    """The plan of ``spec`` (a :class:`ascendflow.schema.RunSpec`) for ``model`` (what
+    :func:`ascendflow.models.resolve.resolve_model` returns) with this machine's facts: the CPU node's memory (for
+    a CPU target) and AMX. The one call a job (``ascendflow/app.py``), a capacity sweep's predictions
+    (:mod:`ascendflow.capacity.sweep_predictions`) and a rehearsal (:mod:`ascendflow.rehearsal.job`) make, so they
+    price and run the same plan.
+
+    Raises:
+        ConfigError: as :func:`ascendflow.compiler.compile_plan`.
+    """
+    from ascendflow.compiler import compile_plan
+
+    return compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
+                        host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
+                        host_amx=cpu_has_amx(), checkpoint=model.checkpoint)

@@ -60,7 +60,7 @@ def serving(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
     when the block exits (normally, on error or on Ctrl-C).
 
     ``prestart`` (optional) starts one more process right after the engine's, before the engine is healthy (the
-    benchmark client, :func:`bench_client` with ``wait=True``); it is stopped before the engine when the block exits,
+    benchmark client, :func:`bench_client` with ``wait_for``); it is stopped before the engine when the block exits,
     and handed over as ``Serving.client``.
 
     Args:
@@ -186,7 +186,7 @@ def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
     the engine (and sampling its ``/metrics`` into ``window``); returns the result JSON ``args`` asked for
     (``result_path``, default ``benchmark.json``). ``client``: a client already started (:func:`bench_client`; its
     ``args`` and log are used instead, ``args`` is ignored); the caller stops it, this function only when the engine
-    died and the client outstays its grace.
+    died and the client is past its grace or has not begun its main run.
 
     Raises:
         EngineDiedError: the engine process exited or ``/health`` reported it dead while the client ran (stage

@@ -133,6 +133,15 @@ def engine_env(plan: Plan, run_dir: Path, secrets: Mapping[str, str] | None = No
     return env
 
 
+def healthy(url: str) -> bool:
+    """Whether ``url`` (a vLLM ``/health``) answers 200 within 2 s; a refused or failed connection is ``False``."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return False
+
+
 #: Seconds between two ``/health`` probes while the engine starts (how late a healthy engine is noticed).
 HEALTH_POLL_S = 0.2
 
@@ -157,12 +166,8 @@ def wait_healthy(server: ManagedProcess, url: str, timeout_s: float,
         if elapsed > timeout_s:
             raise EngineStartError(engine_failure(f"engine not healthy after {timeout_s:.0f} s "
                                                   "(raise run.health_timeout_s)", server.log_path))
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return elapsed
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
+        if healthy(url):
+            return elapsed
         if tick and int(elapsed) != ticked:
             ticked = int(elapsed)
             tick(elapsed)

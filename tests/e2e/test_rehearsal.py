@@ -74,41 +74,37 @@ def test_rehearse_dp_over_two_nodes_serves_and_benchmarks(tmp_path, mlflow_uri):
     assert "rehearsal/argv_diff.txt" in artifact_paths(mlflow_uri, run.info.run_id)
 
 
-def test_rehearse_tp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
+def _rehearse_over_nnodes(recipe: str, tmp_path: Path, mlflow_uri: str) -> tuple[dict, str]:
+    """Rehearse ``recipe`` (two nodes, vLLM's ``--nnodes`` launcher): the run succeeded, left no process, served 4 of
+    4 requests and is a FINISHED MLflow run tagged as a rehearsal of the recipe's plan. Returns the rehearsed plan
+    and node 1's log."""
     run_dir = tmp_path / "run"
-    args = ["+recipe=qwen3_235b_tp16_2nodes", *DP_ARGS[1:], f"hydra.run.dir={run_dir}"]
-    proc = run_ascendflow(args, cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=400)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert leftover_engine_processes(run_dir) == []
-    rehearsed = read_json(run_dir / "rehearsal" / "plan.json")
-    assert rehearsed["launcher"] == "mp-nnodes" and rehearsed["engine_args"]["tensor_parallel_size"] == 2
-    node1_log = (run_dir / "rehearsal" / "node1.log").read_text(errors="replace")
-    assert "Launching vLLM (v0.32.0) headless multiproc executor, with head node address 127.0.0.1:" in node1_log
-    assert read_json(run_dir / "benchmark.json")["completed"] == 4
-    (run,) = mlflow_runs(mlflow_uri)
-    assert run.info.status == "FINISHED"
-    assert run.data.tags["rehearsal_of"] == read_json(run_dir / "plan.json")["plan_hash"]
-    assert run.data.tags["rehearsal.recipe"] == "qwen3_235b_tp16_2nodes"
-
-
-def test_rehearse_pp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
-    run_dir = tmp_path / "run"
-    args = ["+recipe=qwen3_235b_tp8pp2_2nodes", *DP_ARGS[1:], f"hydra.run.dir={run_dir}"]
+    args = [f"+recipe={recipe}", *DP_ARGS[1:], f"hydra.run.dir={run_dir}"]
     proc = run_ascendflow(args, cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert leftover_engine_processes(run_dir) == []
     rehearsed = read_json(run_dir / "rehearsal" / "plan.json")
     assert rehearsed["launcher"] == "mp-nnodes"
-    args = rehearsed["engine_args"]
-    assert (args["tensor_parallel_size"], args["pipeline_parallel_size"]) == (1, 2) and "enforce_eager" not in args
     node1_log = (run_dir / "rehearsal" / "node1.log").read_text(errors="replace")
-    assert "(Worker_PP1 pid=" in node1_log and "Warming up model for the compilation..." in node1_log
     assert "Launching vLLM (v0.32.0) headless multiproc executor, with head node address 127.0.0.1:" in node1_log
     assert read_json(run_dir / "benchmark.json")["completed"] == 4
     (run,) = mlflow_runs(mlflow_uri)
     assert run.info.status == "FINISHED" and run.data.metrics["completed"] == 4
     assert run.data.tags["rehearsal_of"] == read_json(run_dir / "plan.json")["plan_hash"]
-    assert run.data.tags["rehearsal.recipe"] == "qwen3_235b_tp8pp2_2nodes"
+    assert run.data.tags["rehearsal.recipe"] == recipe
+    return rehearsed, node1_log
+
+
+def test_rehearse_tp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
+    rehearsed, _ = _rehearse_over_nnodes("qwen3_235b_tp16_2nodes", tmp_path, mlflow_uri)
+    assert rehearsed["engine_args"]["tensor_parallel_size"] == 2
+
+
+def test_rehearse_pp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
+    rehearsed, node1_log = _rehearse_over_nnodes("qwen3_235b_tp8pp2_2nodes", tmp_path, mlflow_uri)
+    args = rehearsed["engine_args"]
+    assert (args["tensor_parallel_size"], args["pipeline_parallel_size"]) == (1, 2) and "enforce_eager" not in args
+    assert "(Worker_PP1 pid=" in node1_log and "Warming up model for the compilation..." in node1_log
 
 
 def test_rehearse_node1_killed_during_start_fails_the_run(tmp_path, mlflow_uri):
