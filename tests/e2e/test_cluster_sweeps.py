@@ -42,19 +42,33 @@ def cluster_processes(root: Path) -> list[str]:
 
 
 def engine_processes(root: Path) -> set[str]:
-    """Live processes started for a run under ``root``: ``ASCENDFLOW_RUN_DIR`` under ``root`` in their environment,
-    or their working directory under ``root`` (vLLM's engine core rewrites its title and may hide its environment),
-    as ``pid command line``."""
-    found = set()
-    for proc in psutil.process_iter(["cmdline", "status"]):
+    """Live processes started for a run under ``root``, as ``pid command line``: those with ``ASCENDFLOW_RUN_DIR``
+    under ``root`` in their environment or their working directory under ``root``, and every descendant of those.
+    Descendants are followed because vLLM's engine core, spawned by the API server, rewrites its title with
+    setproctitle, which overwrites the memory /proc/PID/environ reads, and inherits whatever working directory the
+    Ray worker had (the CI run found the API server but not its engine core by environment or directory)."""
+    roots: list[psutil.Process] = []
+    for proc in psutil.process_iter(["status"]):
         try:
             if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
                 continue
             if proc.environ().get("ASCENDFLOW_RUN_DIR", "").startswith(str(root)) or \
                     proc.cwd().startswith(str(root)):
-                found.add(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])[:200]}")
+                roots.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
+    found = set()
+    for proc in roots:
+        try:
+            family = [proc, *proc.children(recursive=True)]
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        for member in family:
+            try:
+                if member.status() != psutil.STATUS_ZOMBIE and member.pid != os.getpid():
+                    found.add(f"{member.pid} {' '.join(member.cmdline())[:200]}")
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
     return found
 
 
