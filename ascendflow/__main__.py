@@ -1,6 +1,7 @@
 """``python -m ascendflow``: the Hydra task. Composes the config and hands it to :func:`ascendflow.app.run_job`.
 
-Around Hydra: SIGTERM unwinds like Ctrl-C from the first instruction on (never lost inside an MLflow store call,
+Around Hydra: secret override values are masked in every log line (Hydra's launchers echo each job's overrides,
+:mod:`ascendflow.secret_logging`), SIGTERM unwinds like Ctrl-C from the first instruction on (never lost inside an MLflow store call,
 ``ascendflow.tracking.store.Terminated``), and a sweep interrupted or failing between jobs ends its parent MLflow run
 (KILLED on Ctrl-C/SIGTERM, exit 130; FAILED when the sweep itself raises, exit 1).
 """
@@ -94,9 +95,11 @@ def cli() -> None:
     """Run :func:`main` with SIGTERM handled and a sweep's parent run always ended."""
     from ascendflow.interrupts import Terminated, install_sigterm, stopping
     from ascendflow.schema import ConfigError
+    from ascendflow.secret_logging import mask_log_records, override_secrets
     from ascendflow.tracking.sweep import end_open_parent
 
     install_sigterm()
+    mask_log_records(override_secrets(sys.argv[1:]))  # Hydra's launchers log each job's overrides
     try:
         refuse_bad_overrides(sys.argv[1:])
     except ConfigError as exc:

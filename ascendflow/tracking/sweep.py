@@ -24,6 +24,7 @@ from ascendflow.capacity.pruning import KEY as PRUNING_KEY
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.schema.secrets import mask_text, secret_values
+from ascendflow.secret_logging import override_secrets
 from ascendflow.tracking.cluster import (SWEEP_ENV, publish_sweep, published_sweep, refuse_local_store, start_server,
                                          stop_server)
 from ascendflow.tracking.stale import end_stale_runs, process_tags
@@ -343,8 +344,9 @@ class MlflowSweepCallback(Callback):
         env = OmegaConf.to_container(config.ascend.env, resolve=True) if OmegaConf.select(config, "ascend.env") \
             else {}
         marked = list(OmegaConf.select(config, "ascend.secret_env", default=[]) or [])
-        secrets = list(secret_values(env, marked).values())
-        overrides = mask_text(" ".join(OmegaConf.select(config, "hydra.overrides.task", default=[]) or []), secrets)
+        task = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
+        secrets = [*secret_values(env, marked).values(), *override_secrets(task)]  # a swept secret: each choice
+        overrides = mask_text(" ".join(task), secrets)
         run = client.create_run(experiment_id, run_name=f"sweep {sweep_dir.parent.name}/{sweep_dir.name}",
                                 tags={**version_tags(), **process_tags(), "ascendflow.sweep": "parent",
                                       "sweep_dir": str(sweep_dir), "sweep.overrides": overrides[:5000],

@@ -4,6 +4,8 @@ read from vLLM's own log lines."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from ascendflow.app import RunFailedError, _check_requests
@@ -11,6 +13,7 @@ from ascendflow.runner.engine_log import failure_cause
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.run import RunOptions
 from ascendflow.schema.secrets import is_secret, mask_env_config, mask_text
+from ascendflow.secret_logging import mask_log_records, override_secrets
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking import TrackedRun
 from ascendflow.tracking.objective import objective
@@ -55,6 +58,32 @@ def test_secret_names_and_masks():
     config = {"ascend": {"env": {"HF_TOKEN": "hf_x", "X": "1", "M": "v"}}, "run": {}}
     assert mask_env_config(config, ["M"]) == {"ascend": {"env": {"HF_TOKEN": "***", "X": "1", "M": "***"}},
                                               "run": {}}
+
+
+def test_secret_overrides_are_found_and_masked_in_log_records():
+    overrides = ["+ascend.env.HF_TOKEN=hf_one1,hf_two2", "+ascend.env={DB_PASSWORD: pw_dict9, A: plain_val}",
+                 "ascend.secret_env=[MY_SETTING]", "+ascend.env.MY_SETTING='marked value'", "engine.seed=0,1",
+                 "+ascend.env.VISIBLE=visible_val", "model=smollm2_135m"]
+    assert override_secrets(overrides) == ["hf_one1,hf_two2", "hf_one1", "hf_two2", "pw_dict9", "'marked value'",
+                                           "marked value"]
+    assert override_secrets(["+ascend.env.HF_TOKEN=choice(", "-m"]) == []  # unparsable: Hydra refuses it itself
+    previous = logging.getLogRecordFactory()
+    try:
+        mask_log_records(override_secrets(overrides))
+        logger = logging.getLogger("tests.secret_logging")
+        records: list[logging.LogRecord] = []
+        handler = logging.Handler()
+        handler.emit = records.append
+        logger.addHandler(handler)
+        logger.warning("\t#%d : %s", 0, " ".join(overrides))
+        logger.warning("no secret here: %s", "visible_val")
+        logger.removeHandler(handler)
+        assert [r.getMessage() for r in records] == [
+            "\t#0 : +ascend.env.HF_TOKEN=*** +ascend.env={DB_PASSWORD: ***, A: plain_val} ascend.secret_env=[MY_SETTING] "
+            "+ascend.env.MY_SETTING=*** engine.seed=0,1 +ascend.env.VISIBLE=visible_val model=smollm2_135m",
+            "no secret here: visible_val"]
+    finally:
+        logging.setLogRecordFactory(previous)
 
 
 def test_launch_references_resolve_from_secrets_or_refuse(monkeypatch):

@@ -73,13 +73,19 @@ def test_secret_env_values_are_referenced_and_masked_everywhere(tmp_path, mlflow
     assert "AF_TEST_API_KEY: set AF_TEST_API_KEY (a secret or API key" in refused.stderr
 
 
-def test_a_sweep_masks_secrets_in_the_sweep_directory_and_parent_run(tmp_path, mlflow_uri):
+def test_a_sweep_masks_secrets_in_the_sweep_directory_parent_run_and_terminal(tmp_path, mlflow_uri):
+    # Hydra's launcher logs each job's overrides (`#0 : ...`): the secret ones, swept too, show the mask there.
     work = tmp_path / "work"
     work.mkdir()
-    proc = run_ascendflow(["-m", *NPU_PLAN, "engine.seed=0,1"], cwd=work,
+    swept = ["pw_Sweep0ne_value", "pw_SweepTw0_value"]
+    proc = run_ascendflow(["-m", *NPU_PLAN, f"+ascend.env.DB_PASSWORD={','.join(swept)}"], cwd=work,
                           env={"MLFLOW_TRACKING_URI": mlflow_uri, "AF_TEST_API_KEY": API_KEY})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    secrets = [TOKEN, MARKED, API_KEY]
+    secrets = [TOKEN, MARKED, API_KEY, *swept]
+    echoed = [line for line in (proc.stdout + proc.stderr).splitlines() if " : " in line and "#" in line]
+    assert len(echoed) == 2 and all(f"+ascend.env.HF_TOKEN=*** +ascend.env.MY_SETTING=***" in line
+                                    and line.endswith("+ascend.env.DB_PASSWORD=***") for line in echoed), echoed
+    assert not [s for s in secrets if s in proc.stdout + proc.stderr]
     assert len(list(work.glob("outputs/multirun/*/*/*/plan.json"))) == 2
     assert _files_with(work / "outputs", secrets) == []
     assert sorted(r.info.status for r in mlflow_runs(mlflow_uri)) == ["FINISHED"] * 3
