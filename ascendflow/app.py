@@ -24,9 +24,9 @@ from ascendflow.perfmodel.predict import predicted_metrics
 from ascendflow.runner.artifacts import write_json, write_plan
 from ascendflow.runner.detect import compile_for_this_host, hardware_present
 from ascendflow.capacity.plot import plot_load_curve
-from ascendflow.capacity.pruning import pruned_entry
+from ascendflow.capacity.pruning import decision_entry
 from ascendflow.capacity.search import load_range
-from ascendflow.capacity.sweep_predictions import record_pruned
+from ascendflow.capacity.sweep_predictions import record_measured, record_pruned
 from ascendflow.runner.capacity_run import serve_and_search
 from ascendflow.runner.engine_metrics import summary_line
 from ascendflow.runner.local import run_offline, serve_and_benchmark
@@ -170,6 +170,10 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
         mode = _mode(spec)
         if mode == "capacity":
             load_range(spec.slo, spec.workload)  # a bad SLO is refused before anything starts
+        if not multirun and spec.slo.measure_top is not None:
+            raise ConfigError("slo.measure_top", spec.slo.measure_top,
+                              "prunes the configs of a capacity sweep before they run, and this is a single run; run "
+                              "a sweep (-m +sweep=capacity engine.max_num_seqs=8,16,32 ...) or drop slo.measure_top")
         if multirun:
             refuse_parallel_engines(hc.launcher, mode)
         tracked.set_tags({"run.mode": mode, "run_dir": str(run_dir)})
@@ -189,8 +193,10 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics(_plan_metrics(plan))
-        if mode == "capacity" and (pruned := pruned_entry(sweep, name)) is not None:
-            return _pruned(tracked, pruned, run_dir)  # slo.measure_top: the engine is never started
+        if mode == "capacity" and (entry := decision_entry(sweep, name)) is not None:
+            if not entry["measure"]:
+                return _pruned(tracked, entry, run_dir)  # slo.measure_top: the engine is never started
+            record_measured(tracked, entry)
         if mode == "rehearse":
             with tracked.system_metrics():
                 outcome, plan = _rehearse(raw, plan, recipe, run_dir, tracked)

@@ -102,6 +102,9 @@ CASES = [
      ["torchair_graph_config.enabled=True", "cannot run with eager mode", "use graph=compiled"]),
     (["+recipe=qwen3_32b_w8a8", "hardware.software=vllm-ascend-0.19.0"],
      ["hardware.software='vllm-ascend-0.19.0'", "not a row of the version matrix"]),
+    (["run.mode=capacity", "slo.measure_top=2"],
+     ["error: slo.measure_top=2: prunes the configs of a capacity sweep before they run, and this is a single run; "
+      "run a sweep (-m +sweep=capacity engine.max_num_seqs=8,16,32 ...) or drop slo.measure_top"]),
 ]
 
 

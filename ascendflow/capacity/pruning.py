@@ -3,7 +3,7 @@ performance model's predicted capacity and measure only the top k. Pure: the pre
 
 The sweep callback (:mod:`ascendflow.tracking.sweep`) predicts every job before any runs and publishes the decision
 in the sweep dict (``capacity_pruning``, :data:`KEY`); each job looks itself up by its run name
-(:func:`ascendflow.tracking.sweep.job_run_name`) with :func:`pruned_entry`.
+(:func:`ascendflow.tracking.sweep.job_run_name`) with :func:`decision_entry`.
 """
 
 from __future__ import annotations
@@ -48,14 +48,21 @@ def decide(predictions: Sequence[Mapping[str, Any]], measure_top: int | None) ->
     return out
 
 
+def decision_entry(sweep: Mapping[str, Any] | None, name: str) -> dict[str, Any] | None:
+    """This job's entry in the sweep's pruning decision (by run ``name``), measured or not; ``None`` when the sweep
+    did not prune (no ``slo.measure_top``) or its decision does not name this job."""
+    decision = (sweep or {}).get(KEY) or {}
+    for entry in decision.get("configs", []):
+        if entry["name"] == name:
+            return dict(entry)
+    return None
+
+
 def pruned_entry(sweep: Mapping[str, Any] | None, name: str) -> dict[str, Any] | None:
     """This job's entry when the sweep decided not to measure it (by run ``name``); ``None``: measure it (no
     pruning, or a job the decision does not name)."""
-    decision = (sweep or {}).get(KEY) or {}
-    for entry in decision.get("configs", []):
-        if entry["name"] == name and not entry["measure"]:
-            return dict(entry)
-    return None
+    entry = decision_entry(sweep, name)
+    return entry if entry is not None and not entry["measure"] else None
 
 
 def predictions_table(decision: Mapping[str, Any] | None, children: Sequence[Mapping[str, Any]]) -> list[dict]:

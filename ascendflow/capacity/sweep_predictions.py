@@ -70,6 +70,15 @@ def predict_sweep(config: DictConfig, keys: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def record_measured(tracked: Any, entry: dict[str, Any]) -> None:
+    """Record why a pruning sweep measures this job: tag ``capacity.measure_reason`` (``measured: predicted 4.05
+    req/s, rank 1 of 2``) and metric ``predicted_rank`` (absent for a config without a prediction), so a measured
+    child carries its predicted rank beside its measured capacity."""
+    tracked.set_tags({"capacity.measure_reason": entry["reason"][:500]})
+    if entry.get("predicted_rank") is not None:
+        tracked.log_metrics({"predicted_rank": float(entry["predicted_rank"])})
+
+
 def record_pruned(tracked: Any, entry: dict[str, Any], run_dir: Path) -> None:
     """Record a job the sweep decided not to measure: tags ``capacity.pruned=true`` and ``capacity.pruned_reason``,
     metric ``predicted_rank``, ``pruned.json`` in the run directory; the caller ends the run FINISHED. (Its plan and

@@ -38,7 +38,9 @@ def test_measure_top_one_measures_the_higher_prediction_and_prunes_the_other(tmp
     assert (pruned_dir / "plan.json").exists() and not (pruned_dir / "engine.log").exists()
     assert read_json(pruned_dir / "pruned.json")["predicted_rank"] == 2
     # The measured config: as in any capacity sweep.
-    assert "capacity.pruned" not in measured.data.tags
+    assert "capacity.pruned" not in measured.data.tags and measured.data.metrics["predicted_rank"] == 1
+    assert measured.data.tags["capacity.measure_reason"] == (
+        f"measured: predicted {measured.data.metrics['predicted_capacity_rps']:.2f} req/s, rank 1 of 2")
     assert (tmp_path / measured.data.tags["run_dir"] / "engine.log").exists()
     assert measured.data.metrics["capacity_rps"] > 0 and measured.data.metrics["slo_met"] == 1
     # The parent: best of the measured, the pruned one listed as pruned, predicted against measured.
