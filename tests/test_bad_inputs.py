@@ -49,7 +49,11 @@ CASES = [
     (["hardware=atlas_800i_a2", "model=qwen3_8b", "parallel=tp8_ep"],
      ["parallel.enable_expert_parallel=True", "the model is dense"]),
     (["+recipe=qwen3_32b_w8a8", "parallel.data_parallel_size=4"],
-     ["TP×PP×DP = 4×1×4 = 16 devices", "hardware=atlas_800i_a2 × parallel.nodes=1 has 8"]),
+     ["error: parallel.data_parallel_size=4: TP×PP×DP = 4×1×4 = 16 devices", "hardware=atlas_800i_a2 × "
+      "parallel.nodes=1 has 8; use parallel.data_parallel_size=2, or parallel.nodes=2"]),
+    (["parallel.tensor_parallel_size=3"],  # found by the new-user trial: no fix was named
+     ["error: parallel.tensor_parallel_size=3: TP×PP×DP = 3×1×1 = 3 devices, but hardware=cpu × parallel.nodes=1 "
+      "has 1; use TP×PP×DP ≤ 1 (or a hardware option with more devices per node)"]),
     (["+recipe=qwen3_0_6b", "hardware=atlas_300i_duo", "engine.dtype=bfloat16"],
      ["engine.dtype='bfloat16'", "Ascend 310P3", "does not support", "['float16']"]),
     (["+recipe=deepseek_r1", "graph=full_decode_only"],

@@ -48,10 +48,8 @@ def _kind_env(spec: RunSpec, *, graphs_on: bool) -> dict[str, str]:
             that do not match ``parallel.nodes``.
     """
     hw, asc, par = spec.hardware, spec.ascend, spec.parallel
-    env = dict(asc.env) if hw.kind == "npu" else {}
-    if hw.kind == "cpu":
-        return {"VLLM_LOGGING_LEVEL": "INFO"}
-    if hw.kind == "gpu":
+    env = dict(asc.env)  # the user's variables reach the engine on every target (HF_TOKEN, proxies, vLLM switches)
+    if hw.kind in ("cpu", "gpu"):
         return {"VLLM_LOGGING_LEVEL": "INFO", **env}
     if graphs_on and env.get("ASCEND_LAUNCH_BLOCKING") == "1":
         raise ConfigError("ascend.env.ASCEND_LAUNCH_BLOCKING", "1",

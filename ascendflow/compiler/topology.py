@@ -46,11 +46,18 @@ def check_parallel(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelAr
                           f"exceeds the model's num_hidden_layers ({arch.num_hidden_layers})")
     available = parallel.nodes * hardware.devices_per_node
     if parallel.world_size > available:
+        pp, dp, per_node = parallel.pipeline_parallel_size, parallel.data_parallel_size, hardware.devices_per_node
+        fits_dp = available // (tp * pp)  # DP ranks that fit when TP×PP is kept
+        key, value, fix = (("parallel.data_parallel_size", dp, f"use parallel.data_parallel_size={fits_dp}")
+                           if dp > 1 and fits_dp >= 1 else
+                           ("parallel.tensor_parallel_size", tp, f"use TP×PP×DP ≤ {available}"))
+        nodes_needed = -(-parallel.world_size // per_node)
         raise ConfigError(
-            "parallel.tensor_parallel_size", tp,
-            f"TP×PP×DP = {tp}×{parallel.pipeline_parallel_size}×{parallel.data_parallel_size} = "
-            f"{parallel.world_size} devices, but hardware={hardware.name} × parallel.nodes={parallel.nodes} has "
-            f"{available}")
+            key, value,
+            f"TP×PP×DP = {tp}×{pp}×{dp} = {parallel.world_size} devices, but hardware={hardware.name} × "
+            f"parallel.nodes={parallel.nodes} has {available}; {fix}"
+            + (f", or parallel.nodes={nodes_needed}" if hardware.kind != "cpu" else "")
+            + " (or a hardware option with more devices per node)")
     if parallel.enable_expert_parallel and arch.routed_experts == 0:
         raise ConfigError("parallel.enable_expert_parallel", True,
                           "the model is dense (no routed experts); expert parallel needs a MoE model")

@@ -122,3 +122,23 @@ def test_list_or_dict_env_values_are_refused_and_a_secret_one_is_never_written(t
     proc = run_ascendflow(["+recipe=qwen3_0_6b", "+ascend.env={A: {b: 1}}", "tracking=none"], cwd=tmp_path,
                           timeout=300)
     assert proc.returncode == 2 and "ascend.env.A={'b': 1}: Value error, must be a single string" in proc.stderr
+
+
+def test_env_values_reach_the_engine_on_the_cpu_target_too(tmp_path):
+    # Found by the new-user trial: on hardware=cpu, +ascend.env.* was dropped from the plan (the engine never saw it).
+    proc = run_ascendflow(["run.mode=plan", "tracking=none", f"+ascend.env.HF_TOKEN={TOKEN}", "+ascend.env.AF_PROBE=on"],
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_dir = single_run_dir(tmp_path)
+    assert read_json(run_dir / "plan.json")["env"] == {"VLLM_LOGGING_LEVEL": "INFO", "HF_TOKEN": "${HF_TOKEN}",
+                                                       "AF_PROBE": "on"}
+    script = (run_dir / "launch" / "node0.sh").read_text()
+    assert ': "${HF_TOKEN:?set HF_TOKEN (a secret or API key' in script and "export AF_PROBE=on" in script
+    assert _files_with(tmp_path, [TOKEN]) == []
+    # What a served run starts the engine with (runner/server.py engine_env, used by every local launch).
+    from ascendflow.compiler import Plan
+    from ascendflow.runner.server import engine_env
+
+    plan = Plan.model_validate_json((run_dir / "plan.json").read_text())
+    env = engine_env(plan, run_dir, {"HF_TOKEN": TOKEN})
+    assert (env["HF_TOKEN"], env["AF_PROBE"], env["VLLM_LOGGING_LEVEL"]) == (TOKEN, "on", "INFO")
