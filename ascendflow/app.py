@@ -44,6 +44,7 @@ from ascendflow.tracking.pending import scrub_dir
 from ascendflow.interrupts import Terminated, install_sigterm, restore_handlers
 from ascendflow.tracking.objective import objective
 from ascendflow.tracking.server import ServerStartError, TrackingServer, wants_server
+from ascendflow.tracking.store import refuse_unusable_store, tracking_uri
 from ascendflow.tracking.sweep import end_parent, job_run_name, read_sweep, refuse_parallel_engines
 
 
@@ -146,6 +147,9 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
     secrets, marked = _secrets(cfg)
     _scrub_hydra_copies(run_dir, Path(hc.sweep.dir).resolve() if multirun else None, list(secrets.values()))
     try:
+        if tracking.enabled:  # a path or a server nobody answers on: one line now, not minutes of MLflow retries
+            refuse_unusable_store(tracking_uri(tracking, Path.cwd() / "outputs"),
+                                  "tracking.tracking_uri" if tracking.tracking_uri else "MLFLOW_TRACKING_URI")
         tracked = TrackedRun(
             tracking, Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=name[:250],
             tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}}, sweep=sweep,

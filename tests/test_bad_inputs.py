@@ -45,6 +45,14 @@ CASES = [
     (["+recipe=qwen3_0_6b", "graph.cudagraph_capture_sizes=[0,-1]"],
      ["graph.cudagraph_capture_sizes.0=0", "greater than 0"]),
     (["tracking.tracking_uri=bogus://x"], ["tracking.tracking_uri='bogus://x'", "cannot be used as an MLflow store"]),
+    # found by the new-user trial: urllib3 retry warnings for a minute, a cut message, a fix that did not fit
+    (["tracking.tracking_uri=http://127.0.0.1:9"],
+     ["error: tracking.tracking_uri='http://127.0.0.1:9': no MLflow server answers there (ConnectionRefusedError: ",
+      "start it (mlflow server --host HOST --port PORT), or use tracking=server to have ascendflow start one, or a "
+      "sqlite:///<path>.db store"]),
+    (["tracking.tracking_uri=outputs/mymlflow"],
+     ["error: tracking.tracking_uri='outputs/mymlflow': is a path, which MLflow reads as a file store and MLflow >= "
+      "3.13 refuses; use sqlite:///", "/outputs/mymlflow.db or an http(s) tracking server"]),
     # Ascend plans (no NPU here: compiled in plan mode).
     (["hardware=atlas_800i_a2", "model=qwen3_8b", "parallel=tp8_ep"],
      ["parallel.enable_expert_parallel=True", "the model is dense"]),
@@ -125,7 +133,7 @@ def test_bad_input_is_one_line_and_non_zero(overrides, fragments, tmp_path):
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert proc.returncode == 2
-    assert "hf_do_not_echo" not in err
+    assert "hf_do_not_echo" not in err and "Retrying" not in proc.stdout
     # Nothing half-done: no plan written for bad input.
     assert not list(tmp_path.glob("outputs/runs/*/*/plan.json"))
 

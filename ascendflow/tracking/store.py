@@ -17,7 +17,11 @@ from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
 
 __all__ = ["GuardedClient", "Terminated", "artifact_root", "ensure_experiment", "install_sigterm", "open_client",
-           "restore_handlers", "store_lock", "tracking_uri", "with_retry"]
+           "refuse_unusable_store", "restore_handlers", "store_lock", "tracking_uri", "with_retry"]
+
+#: Seconds to wait for a tracking server's ``/health`` before a run or sweep is refused (MLflow's own client would
+#: retry for minutes, printing a urllib3 warning per attempt).
+HEALTH_TIMEOUT_S = 5.0
 
 
 class GuardedClient:
@@ -56,6 +60,39 @@ def store_lock(uri: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def refuse_unusable_store(uri: str, key: str = "tracking.tracking_uri") -> None:
+    """Refuse, before anything is recorded or started, a store MLflow cannot use: a plain path (MLflow reads it as
+    a file store, which MLflow >= 3.13 refuses, DESIGN.md §4) and an http(s) server whose ``/health`` (MLflow's
+    server answers ``OK`` there, ``mlflow/server/handlers.py`` ``health``) does not answer within
+    :data:`HEALTH_TIMEOUT_S`. Other stores (``sqlite:``, ``postgresql:``, ``databricks``...) are left to MLflow.
+
+    Raises:
+        ConfigError: one line with the URI, why, and the fix.
+    """
+    import urllib.error
+    import urllib.request
+
+    if "://" not in uri and not uri.startswith(("sqlite:", "databricks")) or uri.startswith("file:"):
+        raise ConfigError(key, uri, "is a path, which MLflow reads as a file store and MLflow >= 3.13 refuses; use "
+                                    f"sqlite:///{Path(uri.removeprefix('file://')).resolve()}.db or an http(s) "
+                                    "tracking server")
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=HEALTH_TIMEOUT_S):
+            return
+    except urllib.error.HTTPError as exc:  # the server answers: MLflow's errors will be about the request, not reach
+        if exc.code < 500:
+            return
+        why = f"/health answered {exc.code}"
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        why = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
+    raise ConfigError(key, uri, f"no MLflow server answers there ({str(why)[:120]}); start it (mlflow server --host "
+                                f"HOST --port PORT), or use tracking=server to have ascendflow start one, or a "
+                                f"sqlite:///<path>.db store")
 
 
 def open_client(uri: str):

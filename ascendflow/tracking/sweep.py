@@ -30,7 +30,8 @@ from ascendflow.tracking.cluster import (SWEEP_ENV, publish_sweep, published_swe
 from ascendflow.tracking.stale import end_stale_runs, process_tags
 from ascendflow.interrupts import Terminated
 from ascendflow.tracking.server import wants_server
-from ascendflow.tracking.store import artifact_root, ensure_experiment, open_client, tracking_uri
+from ascendflow.tracking.store import (artifact_root, ensure_experiment, open_client, refuse_unusable_store,
+                                       tracking_uri)
 from ascendflow.tracking.versions import version_tags
 
 SWEEP_FILE = "mlflow_sweep.json"
@@ -316,6 +317,9 @@ class MlflowSweepCallback(Callback):
                                None if server else tracking_uri(tracking, outputs))
             if server:
                 tracking = tracking.model_copy(update={"tracking_uri": start_server(tracking, outputs)})
+            else:
+                refuse_unusable_store(tracking_uri(tracking, outputs),
+                                      "tracking.tracking_uri" if tracking.tracking_uri else "MLFLOW_TRACKING_URI")
             self._open_parent(config, tracking, pruning)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
