@@ -145,13 +145,16 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
     name = (job_run_name(list(hc.overrides.task), sweep.get("swept_keys", [])) if sweep and hc.overrides.task else
             "-".join(str(choices.get(g, "?")) for g in ("model", "hardware", "parallel")))
     secrets, marked = _secrets(cfg)
+    # Jobs that differ only by a secret value would all be named "...=***" once masked: their job number tells them
+    # apart (`name` itself stays the sweep's key for this job, e.g. in a capacity sweep's pruning decision).
+    shown = name if not multirun or mask_text(name, secrets.values()) == name else f"{name} (job {hc.job.num})"
     _scrub_hydra_copies(run_dir, Path(hc.sweep.dir).resolve() if multirun else None, list(secrets.values()))
     try:
         if tracking.enabled:  # a path or a server nobody answers on: one line now, not minutes of MLflow retries
             refuse_unusable_store(tracking_uri(tracking, Path.cwd() / "outputs"),
                                   "tracking.tracking_uri" if tracking.tracking_uri else "MLFLOW_TRACKING_URI")
         tracked = TrackedRun(
-            tracking, Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=name[:250],
+            tracking, Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=shown[:250],
             tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}}, sweep=sweep,
             run_dir=run_dir, secrets=list(secrets.values()))
     except ConfigError as exc:  # a deleted experiment: nothing was recorded, nothing started
@@ -196,7 +199,10 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
         plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
-        tracked.log_metrics(_plan_metrics(plan))
+        # A rehearsal measures its scaled-down plan: the target plan's predictions are kept apart (target_*) so no
+        # measured value is set beside a prediction for another model and device.
+        tracked.log_metrics({("target_" if mode == "rehearse" else "") + k: v for k, v in _plan_metrics(plan).items()})
+        target = plan
         if mode == "capacity" and (entry := decision_entry(sweep, name)) is not None:
             if not entry["measure"]:
                 return _pruned(tracked, entry, run_dir)  # slo.measure_top: the engine is never started
@@ -220,7 +226,7 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
         console.memory_waterfall(plan.memory.model_dump(), kv_capacity_line(plan))
         console.summary(f"ascendflow · {mode} · plan {plan.plan_hash}", summary_rows(plan, record, written),
                         _footer(tracked, run_dir))
-        console.warn_lines(plan.warnings + [line for line in [summary_line(record["metrics"])] if line])
+        console.warn_lines(target.warnings + [line for line in [summary_line(record["metrics"])] if line])
         return objective(spec.run, record["metrics"]) if mode != "plan" else None
     except (KeyboardInterrupt, Terminated):
         tracked.set_tags({"error": "interrupted"})

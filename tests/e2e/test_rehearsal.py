@@ -72,6 +72,12 @@ def test_rehearse_dp_over_two_nodes_serves_and_benchmarks(tmp_path, mlflow_uri):
     assert run.data.tags["rehearsal.recipe"] == "deepseek_r1"
     assert run.data.metrics["completed"] == 4
     assert "rehearsal/argv_diff.txt" in artifact_paths(mlflow_uri, run.info.run_id)
+    # The target plan's predictions stay apart from the rehearsal's own (found by the new-user trial: the target's
+    # predicted throughput sat beside the tiny CPU rehearsal's measured one).
+    metrics = run.data.metrics
+    assert metrics["target_predicted_kv_cache_tokens"] == original["kv_cache"]["tokens"]
+    assert metrics["predicted_kv_cache_tokens"] == rehearsed["kv_cache"]["tokens"]
+    assert "target_predicted_output_throughput" in metrics and "predicted_output_throughput" not in metrics
 
 
 def _rehearse_over_nnodes(recipe: str, tmp_path: Path, mlflow_uri: str) -> tuple[dict, str]:

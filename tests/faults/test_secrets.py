@@ -89,6 +89,9 @@ def test_a_sweep_masks_secrets_in_the_sweep_directory_parent_run_and_terminal(tm
     assert len(list(work.glob("outputs/multirun/*/*/*/plan.json"))) == 2
     assert _files_with(work / "outputs", secrets) == []
     assert sorted(r.info.status for r in mlflow_runs(mlflow_uri)) == ["FINISHED"] * 3
+    # two jobs that differ only by the secret keep distinct names (found by the new-user trial)
+    assert sorted(r.info.run_name for r in mlflow_runs(mlflow_uri) if r.data.tags.get("mlflow.parentRunId")) == [
+        "+ascend.env.DB_PASSWORD=*** (job 0)", "+ascend.env.DB_PASSWORD=*** (job 1)"]
     assert _mlflow_leaks(mlflow_uri, tmp_path / "dl", secrets) == []
     assert _files_with(tmp_path, secrets) == []
 
