@@ -11,6 +11,7 @@ the sweep's parent run. Default target: the latest sweep in the store. Uses ``ml
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -168,6 +169,16 @@ def terminal_view(table):
     return shown
 
 
+def cell(value: object) -> str:
+    """A table cell: whole numbers without decimals (``46,592``; MLflow stores every metric as a float), others with
+    two (``3.38``), a missing value (``NaN``: a pruned config has no measured capacity) as ``—``."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "—"
+        return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
+    return str(value)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry: prints the table and where the CSV and PNG are. Exit code 2 when no sweep is found."""
     parser = argparse.ArgumentParser(prog="python -m ascendflow.compare", description=__doc__.splitlines()[0])
@@ -187,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     for column in shown.columns:
         view.add_column(str(column), overflow="fold")
     for _, row in shown.iterrows():
-        view.add_row(*(f"{v:,.2f}" if isinstance(v, float) else str(v) for v in row))
+        view.add_row(*(cell(v) for v in row))
     console.print(view)
     console.print(f"CSV: {csv}\nPareto plot: {png}\n(also logged on the sweep's parent run under comparison/)",
                   soft_wrap=True)

@@ -27,3 +27,10 @@ def test_serve_sweep_view_drops_only_empty_columns():
                           "output_throughput": [100.0, math.nan], "p99_ttft_ms": [50.0, math.nan],
                           "kv_cache_tokens_rel_error": [math.nan, math.nan]})
     assert list(terminal_view(table).columns) == ["run", "status", "engine.seed", "output_throughput", "p99_ttft_ms"]
+
+
+def test_cells_show_whole_numbers_whole_and_missing_values_as_a_dash():
+    from ascendflow.compare import cell
+
+    assert [cell(v) for v in (46592.0, 3.3812, math.nan, 0.0, 1.0, "FINISHED", 0.5, True)] == [
+        "46,592", "3.38", "—", "0", "1", "FINISHED", "0.50", "True"]
