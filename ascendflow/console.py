@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
@@ -11,6 +12,8 @@ from rich.table import Table
 
 console = Console(stderr=False, highlight=False)
 err_console = Console(stderr=True, highlight=False)
+#: Seconds after which a non-terminal prints an unchanged status again (its counter, e.g. the /health wait).
+LOG_REPEAT_S = 15.0
 
 
 @contextmanager
@@ -18,12 +21,15 @@ def step(title: str) -> Iterator[Any]:
     """A spinner with ``title`` while the block runs; yields ``update(text)`` for live status lines."""
     if not console.is_terminal:
         console.print(f"[bold]…[/] {title}")
-        last = {"text": ""}
+        last = {"text": "", "at": 0.0}
 
         def update(text: str) -> None:
-            # Non-terminals (CI logs) get each distinct message once, not a spinner.
-            if text.split("…")[0] != last["text"].split("…")[0]:
+            # Non-terminals (CI logs) get each distinct message once, not a spinner, and a counter that keeps
+            # running ("waiting for the engine's /health … 30 s") again every LOG_REPEAT_S.
+            now = time.monotonic()
+            if text.split("…")[0] != last["text"].split("…")[0] or now - last["at"] >= LOG_REPEAT_S:
                 console.print(f"  {text}")
+                last["at"] = now
             last["text"] = text
 
         yield update
