@@ -16,7 +16,8 @@ Reported: wall time exhaustive vs pruned and the saving (%), the best config of 
 predicted (``predicted_capacity_rps``, the performance model) against measured capacity per config, and the capacity
 ratio tuned / default, where tuned is the mean of the best config's two measurements when both sweeps measured it
 (the exhaustive and the pruned sweep), else the exhaustive one. Usage: ``python benchmarks/capacity_pruning.py
-[--space 4,8,16,32] [--measure-top 2]``; ``--step`` runs one step (used by the script itself).
+[--space 4,8,16,32] [--measure-top 2]``; ``--pair N`` afterwards re-measures the best config against the defaults
+with ``workload.num_prompts=N`` (a wider load range); ``--step`` runs one step (used by the script itself).
 """
 
 from __future__ import annotations
@@ -94,6 +95,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "bench" / "capacity_pruning.json")
     parser.add_argument("--analyse", type=Path, help="re-read the steps of an earlier run's work directory (printed "
                                                      "at its start) and rewrite the results file; runs nothing")
+    parser.add_argument("--pair", type=int, metavar="N", help="only re-measure the best config of the results file "
+                                                             "against vLLM's defaults with workload.num_prompts=N "
+                                                             "(a load range beyond the default 32) and add it to the "
+                                                             "file as beyond_range")
     parser.add_argument("--step", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -101,6 +106,8 @@ def main() -> None:
         return run_step(args.step, args.rest)
     if args.analyse:
         return write(args, args.analyse)
+    if args.pair:
+        return pair(args)
     root = Path(tempfile.mkdtemp(prefix="af-prune-"))
     print(f"work directory: {root}", file=sys.stderr)
     space = args.space.split(",")
@@ -113,6 +120,30 @@ def main() -> None:
     print(f"pruned: {done}", file=sys.stderr)
     step(["run.mode=capacity", *DEFAULTS], root / "default")
     write(args, root)
+
+
+def pair(args: argparse.Namespace) -> None:
+    """Tuned against default over a wider load range: the results file's best config and :data:`DEFAULTS`, each a
+    ``run.mode=capacity`` run with ``workload.num_prompts=N`` (so the search may go up to N in flight), same machine,
+    one after the other; adds ``beyond_range`` to the results file."""
+    result = json.loads(args.out.read_text())
+    best_config = result["best_config"]["exhaustive"]
+    root = Path(tempfile.mkdtemp(prefix="af-pair-"))
+    print(f"work directory: {root}", file=sys.stderr)
+    wider = [f"workload.num_prompts={args.pair}"]
+    measured = {}
+    for label, knobs in (("tuned", [best_config]), ("default", DEFAULTS)):
+        done = step(["run.mode=capacity", *knobs, *wider], root / label)
+        (child,) = children(root / label).values()
+        measured[label] = {"config": knobs, "wall_s": done["wall_s"], "rc": done["rc"], **{
+            k: child[k] for k in ("capacity_rps", "capacity_load", "slo_met", "capacity_at_range_max",
+                                  "predicted_capacity_rps", "load_points")}}
+        print(f"{label}: {measured[label]}", file=sys.stderr)
+    tuned, default = measured["tuned"]["capacity_rps"], measured["default"]["capacity_rps"]
+    result["beyond_range"] = {"workload": wider, "work_dir": str(root), **measured,
+                              "ratio_tuned_over_default": tuned / default if tuned and default else None}
+    args.out.write_text(json.dumps(result, indent=2))
+    print(json.dumps(result["beyond_range"], indent=2))
 
 
 def write(args: argparse.Namespace, root: Path) -> None:
