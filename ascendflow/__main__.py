@@ -87,8 +87,44 @@ def refuse_bad_overrides(argv: list[str]) -> None:
         key = bad.group(1)
         from ascendflow.schema.secrets import MASK, is_secret
 
-        raise ConfigError(key, MASK if is_secret(key.split(".")[-1]) else given.get(key, "?"), f"is not a config key (check the spelling; `python -m ascendflow "
-                                                    f"--cfg job` lists the keys; +{key}=... adds a new one)") from None
+        value = MASK if is_secret(key.split(".")[-1]) else given.get(key, "?")
+        raise ConfigError(key, value, f"is not a config key; {_key_fix(key, args.overrides)} (`python -m "
+                                      f"ascendflow --cfg job` lists the keys)") from None
+
+
+#: Config maps that take any key (``+ascend.env.NAME=...``); elsewhere the schema refuses unknown keys.
+OPEN_MAPS = ("ascend.env", "ascend.additional_config.other", "model.architecture")
+
+
+def _key_fix(key: str, overrides: list[str]) -> str:
+    """The fix for an override naming a key that is not in the config: the closest existing key (``did you mean
+    engine.max_num_seqs?``), ``+KEY=...`` where the map takes new keys (:data:`OPEN_MAPS`), else check the spelling."""
+    import difflib
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != key]
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3", job_name="ascendflow"):
+            cfg = OmegaConf.to_container(compose(config_name="config", overrides=rest), resolve=False)
+    except Exception:  # noqa: BLE001 - another override is bad too: no suggestion then
+        cfg = {}
+    keys: list[str] = []
+
+    def walk(node: object, prefix: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{prefix}.{k}" if prefix else str(k))
+        keys.append(prefix)
+
+    walk(cfg, "")
+    close = difflib.get_close_matches(key, [k for k in keys if k], n=1, cutoff=0.8)
+    if close:
+        return f"did you mean {close[0]}?"
+    if any(key.startswith(m + ".") for m in OPEN_MAPS):
+        return f"+{key}=... adds it"
+    return "check the spelling"
 
 
 def cli() -> None:

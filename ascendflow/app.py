@@ -171,8 +171,9 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
         try:
             raw = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
         except OmegaConfBaseException as exc:
-            raise ConfigError(getattr(exc, "full_key", None) or "?", "???",
-                              "is missing or cannot be resolved; set it on the command line") from None
+            key = getattr(exc, "full_key", None) or "?"
+            raise ConfigError(key, "???", f"is missing or cannot be resolved; set it on the command line "
+                                          f"({key}=...)") from None
         spec = load_spec(raw)
         mode = _mode(spec)
         if mode == "capacity":
@@ -220,13 +221,15 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
                             f"{name} · {spec.model.id}")
             tracked.set_tags({"capacity.slo_met": str(outcome["capacity"]["slo_met"]).lower(),
                               "capacity.variable": outcome["capacity"]["variable"]})
-        tracked.log_metrics({**_plan_metrics(plan), **record["metrics"]})
+        # the plan's predictions were logged before the engine started; a rehearsal logs its own scaled plan's
+        tracked.log_metrics({**(_plan_metrics(plan) if plan is not target else {}), **record["metrics"]})
         _check_requests(mode, record, spec.run, tracked)
         tracked.end("FINISHED", run_dir)
         console.memory_waterfall(plan.memory.model_dump(), kv_capacity_line(plan))
         console.summary(f"ascendflow · {mode} · plan {plan.plan_hash}", summary_rows(plan, record, written),
                         _footer(tracked, run_dir))
-        console.warn_lines(target.warnings + [line for line in [summary_line(record["metrics"])] if line])
+        console.warn_lines([("target plan: " if plan is not target else "") + w for w in target.warnings]
+                           + [line for line in [summary_line(record["metrics"])] if line])
         return objective(spec.run, record["metrics"]) if mode != "plan" else None
     except (KeyboardInterrupt, Terminated):
         tracked.set_tags({"error": "interrupted"})

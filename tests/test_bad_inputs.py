@@ -13,9 +13,13 @@ CASES = [
     (["hardware=no_such_hw"], ["error: hardware='no_such_hw': is not an option of the 'hardware' group"]),
     (["+recipe=nonexistent_recipe"], ["error: recipe='nonexistent_recipe': is not an option of the 'recipe' group; "
                                       "pick one of: deepseek_r1, "]),
-    (["engine.max_num_seq=8"], ["error: engine.max_num_seq='8': is not a config key (check the spelling; `python -m "
-                                "ascendflow --cfg job` lists the keys; +engine.max_num_seq=... adds a new one)"]),
-    (["ascend.env.HF_TOKEN=hf_do_not_echo"], ["error: ascend.env.HF_TOKEN='***': is not a config key"]),
+    # found by the new-user trial: "+engine.max_num_seq=... adds a new one" led to a schema error; now the near key
+    (["engine.max_num_seq=8"], ["error: engine.max_num_seq='8': is not a config key; did you mean "
+                                "engine.max_num_seqs? (`python -m ascendflow --cfg job` lists the keys)"]),
+    (["engine.foo=1"], ["error: engine.foo='1': is not a config key; check the spelling (`python -m ascendflow --cfg "
+                        "job` lists the keys)"]),
+    (["ascend.env.HF_TOKEN=hf_do_not_echo"], ["error: ascend.env.HF_TOKEN='***': is not a config key; "
+                                              "+ascend.env.HF_TOKEN=... adds it"]),
     (["engine.max_num_seqs=-3"], ["error: engine.max_num_seqs=-3: Input should be greater than or equal to 1; set "
                                   "engine.max_num_seqs to 1 or more"]),
     (["parallel.tensor_parallel_size=2"], ["parallel.tensor_parallel_size=2",

@@ -90,9 +90,10 @@ def refuse_unusable_store(uri: str, key: str = "tracking.tracking_uri") -> None:
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         why = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
+    also = "; or unset MLFLOW_TRACKING_URI (the local store under outputs/)" if key == "MLFLOW_TRACKING_URI" else ""
     raise ConfigError(key, uri, f"no MLflow server answers there ({str(why)[:120]}); start it (mlflow server --host "
                                 f"HOST --port PORT), or use tracking=server to have ascendflow start one, or a "
-                                f"sqlite:///<path>.db store")
+                                f"sqlite:///<path>.db store{also}")
 
 
 def open_client(uri: str):

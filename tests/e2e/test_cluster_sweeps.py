@@ -72,6 +72,14 @@ def engine_processes(root: Path) -> set[str]:
     return found
 
 
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (not a zombie)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def check_sweep(tmp_path: Path, before: list[str]) -> None:
     """One parent FINISHED with the two plan jobs FINISHED under it, their files downloadable through a server on the
     sweep's store, and no Ray or MLflow process left."""
@@ -115,7 +123,13 @@ def test_ray_sweep_serves_two_jobs_one_at_a_time_in_ray_workers(tmp_path):
     out, err = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
     assert sweep.returncode == 0, err[-3000:]
     assert "Started a local Ray instance" in err
-    assert any("vllm.entrypoints.openai.api_server" in c for c in seen) and any("EngineCore" in c for c in seen)
+    assert any("vllm.entrypoints.openai.api_server" in c for c in seen), seen
+    # Each job's API server and engine core, by the pids vLLM's own log lines carry, ran and are gone.
+    logs = sorted(tmp_path.glob("outputs/multirun/*/*/*/engine.log"))
+    pids = [{role: set(re.findall(rf"\({role} pid=(\d+)\)", log.read_text(errors="replace")))
+             for role in ("APIServer", "EngineCore")} for log in logs]
+    assert len(pids) == 2 and all(len(p["APIServer"]) == 1 and len(p["EngineCore"]) == 1 for p in pids), pids
+    assert [pid for p in pids for group in p.values() for pid in group if _alive(int(pid))] == []
     # each job's summary comes from a Ray task (the launcher's `_run_job`), not from the sweep's process
     assert len(re.findall(r"\(_run_job pid=\d+\)\S* │ requests +│ 4 completed, 0 failed", out + err)) == 2
     assert cluster_processes(tmp_path) == before and engine_processes(tmp_path) == set()
