@@ -151,8 +151,7 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
     _scrub_hydra_copies(run_dir, Path(hc.sweep.dir).resolve() if multirun else None, list(secrets.values()))
     try:
         if tracking.enabled:  # a path or a server nobody answers on: one line now, not minutes of MLflow retries
-            refuse_unusable_store(tracking_uri(tracking, Path.cwd() / "outputs"),
-                                  "tracking.tracking_uri" if tracking.tracking_uri else "MLFLOW_TRACKING_URI")
+            refuse_unusable_store(tracking, tracking_uri(tracking, Path.cwd() / "outputs"))
         tracked = TrackedRun(
             tracking, Path.cwd() / "outputs", experiment=recipe or "ascendflow", run_name=shown[:250],
             tags={"recipe": recipe or "", **{f"choice.{k}": str(v) for k, v in choices.items()}}, sweep=sweep,

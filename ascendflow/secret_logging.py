@@ -13,25 +13,21 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
-from ascendflow.schema.secrets import MIN_TEXT_MASK_CHARS, is_secret, mask_text
+from ascendflow.schema.secrets import MIN_TEXT_MASK_CHARS, is_secret, mask_text, scalar_leaves
 
 ENV_KEY = "ascend.env"
 MARKED_KEY = "ascend.secret_env"
 
 
 def _leaves(value: Any) -> list[str]:
-    """Every scalar inside an override's parsed value (a sweep's choices, a list, a dict's values) as text."""
+    """Every scalar inside an override's parsed value as text: a ``choice``/``a,b`` sweep's choices, a list, a dict's
+    values (:func:`~ascendflow.schema.secrets.scalar_leaves`); range/interval/glob sweeps give none (numbers or key
+    patterns, not values given)."""
     from hydra.core.override_parser.types import ChoiceSweep, Sweep
 
     if isinstance(value, ChoiceSweep):
-        return [leaf for v in value.list for leaf in _leaves(v)]
-    if isinstance(value, Sweep):  # range/interval/glob: numbers or key patterns, not values given
-        return []
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in _leaves(v)]
-    if isinstance(value, (list, tuple)):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [] if value is None else [str(value)]
+        return scalar_leaves(value.list)
+    return [] if isinstance(value, Sweep) else scalar_leaves(value)
 
 
 def override_secrets(overrides: Iterable[str]) -> list[str]:

@@ -58,13 +58,6 @@ def decision_entry(sweep: Mapping[str, Any] | None, name: str) -> dict[str, Any]
     return None
 
 
-def pruned_entry(sweep: Mapping[str, Any] | None, name: str) -> dict[str, Any] | None:
-    """This job's entry when the sweep decided not to measure it (by run ``name``); ``None``: measure it (no
-    pruning, or a job the decision does not name)."""
-    entry = decision_entry(sweep, name)
-    return entry if entry is not None and not entry["measure"] else None
-
-
 def predictions_table(decision: Mapping[str, Any] | None, children: Sequence[Mapping[str, Any]]) -> list[dict]:
     """``capacity_predictions.json``: every config with its predicted capacity, predicted rank, whether it was
     measured or pruned, and the measured capacity.

@@ -45,12 +45,12 @@ def check_env_names(env: Mapping[str, object] | None, key: str = "ascend.env") -
                                           "starting with a digit, at most 128 characters); rename it")
 
 
-def _leaves(value: object) -> list[str]:
+def scalar_leaves(value: object) -> list[str]:
     """Every scalar inside ``value`` as text (a list- or dict-valued entry, refused later, is still masked whole)."""
     if isinstance(value, Mapping):
-        return [leaf for v in value.values() for leaf in _leaves(v)]
+        return [leaf for v in value.values() for leaf in scalar_leaves(v)]
     if isinstance(value, (list, tuple)):
-        return [leaf for v in value for leaf in _leaves(v)]
+        return [leaf for v in value for leaf in scalar_leaves(v)]
     return [] if value is None else [str(value)]
 
 
@@ -60,7 +60,7 @@ def secret_values(env: Mapping[str, object] | None, marked: Iterable[str] = ()) 
     for k, v in (env or {}).items():
         if not is_secret(str(k), marked):
             continue
-        leaves = _leaves(v)
+        leaves = scalar_leaves(v)
         found.update({str(k): leaves[0]} if len(leaves) == 1 and not isinstance(v, (list, tuple, Mapping))
                      else {f"{k}[{i}]": leaf for i, leaf in enumerate(leaves)})
     return found

@@ -62,17 +62,21 @@ def store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def refuse_unusable_store(uri: str, key: str = "tracking.tracking_uri") -> None:
+def refuse_unusable_store(tracking: TrackingSpec, uri: str) -> None:
     """Refuse, before anything is recorded or started, a store MLflow cannot use: a plain path (MLflow reads it as
     a file store, which MLflow >= 3.13 refuses, DESIGN.md §4) and an http(s) server whose ``/health`` (MLflow's
     server answers ``OK`` there, ``mlflow/server/handlers.py`` ``health``) does not answer within
     :data:`HEALTH_TIMEOUT_S`. Other stores (``sqlite:``, ``postgresql:``, ``databricks``...) are left to MLflow.
+    ``uri`` is :func:`tracking_uri` of ``tracking``; the message names ``tracking.tracking_uri`` when the config set
+    it, else ``MLFLOW_TRACKING_URI``.
 
     Raises:
         ConfigError: one line with the URI, why, and the fix.
     """
     import urllib.error
     import urllib.request
+
+    key = "tracking.tracking_uri" if tracking.tracking_uri else "MLFLOW_TRACKING_URI"
 
     if "://" not in uri and not uri.startswith(("sqlite:", "databricks")) or uri.startswith("file:"):
         raise ConfigError(key, uri, "is a path, which MLflow reads as a file store and MLflow >= 3.13 refuses; use "

@@ -313,13 +313,12 @@ class MlflowSweepCallback(Callback):
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
             server = wants_server(tracking)
-            refuse_local_store(OmegaConf.select(config, "hydra.launcher"), tracking,
-                               None if server else tracking_uri(tracking, outputs))
-            if server:
+            uri = None if server else tracking_uri(tracking, outputs)
+            refuse_local_store(OmegaConf.select(config, "hydra.launcher"), tracking, uri)
+            if uri is None:
                 tracking = tracking.model_copy(update={"tracking_uri": start_server(tracking, outputs)})
             else:
-                refuse_unusable_store(tracking_uri(tracking, outputs),
-                                      "tracking.tracking_uri" if tracking.tracking_uri else "MLFLOW_TRACKING_URI")
+                refuse_unusable_store(tracking, uri)
             self._open_parent(config, tracking, pruning)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ascendflow.capacity.pruning import KEY, decide, predictions_table, pruned_entry
+from ascendflow.capacity.pruning import KEY, decide, decision_entry, predictions_table
 
 PRED = [{"name": "s=4", "predicted_capacity_rps": 1.9}, {"name": "s=8", "predicted_capacity_rps": 3.1},
         {"name": "s=16", "predicted_capacity_rps": None, "reason": "no op table"},
@@ -31,10 +31,11 @@ def test_measure_all_and_ties_keep_sweep_order():
 
 def test_a_job_finds_its_own_entry_by_run_name():
     sweep = {"run_id": "r", KEY: {"measure_top": 1, "configs": decide(PRED, 1)}}
-    assert pruned_entry(sweep, "s=8")["predicted_rank"] == 2
-    assert pruned_entry(sweep, "s=32") is None and pruned_entry(sweep, "s=16") is None
-    assert pruned_entry(sweep, "other") is None and pruned_entry({"run_id": "r"}, "s=8") is None
-    assert pruned_entry(None, "s=8") is None
+    pruned = decision_entry(sweep, "s=8")
+    assert pruned["predicted_rank"] == 2 and pruned["measure"] is False
+    assert decision_entry(sweep, "s=32")["measure"] is True and decision_entry(sweep, "s=16")["measure"] is True
+    assert decision_entry(sweep, "other") is None and decision_entry({"run_id": "r"}, "s=8") is None
+    assert decision_entry(None, "s=8") is None
 
 
 def test_predictions_table_pairs_prediction_and_measurement():
