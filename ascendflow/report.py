@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ascendflow.compiler import Plan
-from ascendflow.compiler.memory import GIB
+from ascendflow.compiler.memory.overheads import GIB
 from ascendflow.tracking.mlflow_run import bench_metrics
 
 

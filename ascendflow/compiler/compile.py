@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-from ascendflow.compiler.additional_config import additional_config
-from ascendflow.compiler.checkpoint_weights import checkpoint_bytes
-from ascendflow.compiler.checks import (check_cpu_pipeline_eager, check_quantization, check_torchair, check_w8a8_dtype,
-                                       torchair_enabled)
-from ascendflow.compiler.dtypes import DTYPE_BYTES
-from ascendflow.compiler.engine_args import PROFILE_DIR, build_engine_args
-from ascendflow.compiler.environment import common_env, node_address, worker_env
-from ascendflow.compiler.graph import GraphContext, graph_plan
-from ascendflow.compiler.kv_budget import kv_cache_plan
-from ascendflow.compiler.launch import node_argv
-from ascendflow.compiler.launch_nodes import nnodes_argv, ray_worker_argv
-from ascendflow.compiler.limits import resolve_limits
-from ascendflow.compiler.memory import GIB, KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes, non_torch_bytes
-from ascendflow.compiler.estimates import plan_estimates
+from ascendflow.compiler.checks.limits import resolve_limits
+from ascendflow.compiler.checks.startup import (check_cpu_pipeline_eager, check_quantization, check_torchair,
+                                              check_w8a8_dtype, torchair_enabled)
+from ascendflow.compiler.graph.capture import GraphContext, graph_plan
+from ascendflow.compiler.launch.engine_args import PROFILE_DIR, build_engine_args
+from ascendflow.compiler.launch.environment import common_env, node_address, worker_env
+from ascendflow.compiler.launch.multinode_dp import node_argv
+from ascendflow.compiler.launch.nnodes import nnodes_argv
+from ascendflow.compiler.launch.ray_cluster import ray_worker_argv
+from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
+from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
+from ascendflow.compiler.memory.estimates import plan_estimates
+from ascendflow.compiler.memory.kv_budget import kv_cache_plan
+from ascendflow.compiler.memory.overheads import (GIB, KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes,
+                                                 non_torch_bytes)
+from ascendflow.compiler.memory.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
+from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
+from ascendflow.compiler.placement.nodes import place
+from ascendflow.compiler.placement.topology import check_parallel
 from ascendflow.compiler.plan import MemoryPlan, Plan, StagePlan, TargetPlan, WorkerPlan, plan_hash
-from ascendflow.compiler.rules import EngineRules, engine_rules
-from ascendflow.compiler.software import software_row
-from ascendflow.compiler.placement import place
-from ascendflow.compiler.topology import check_parallel
-from ascendflow.compiler.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
-from ascendflow.compiler.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
+from ascendflow.compiler.rules.additional_config import additional_config
+from ascendflow.compiler.rules.engine_rules import EngineRules, engine_rules
+from ascendflow.compiler.rules.software import software_row
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
@@ -85,7 +87,7 @@ def _explicit_kv(spec: RunSpec, rules: EngineRules, warnings: list[str]) -> int 
 
 def _vision_bytes(arch: ModelArchitecture, tp: int, dtype_bytes: int, warnings: list[str]) -> int:
     """Vision-encoder weights on each rank of every PP stage (vLLM builds the tower on every stage;
-    :mod:`ascendflow.compiler.vision_weights`), 0 for text models. The encoder's share of the profile run needs the
+    :mod:`ascendflow.compiler.memory.vision_weights`), 0 for text models. The encoder's share of the profile run needs the
     processor's ``max_pixels`` (not in ``config.json``): not planned, said in a warning."""
     if not arch.vision_config:
         return 0
@@ -133,7 +135,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     Returns:
         The frozen :class:`Plan`; memory and KV figures are those of the bottleneck device (the PP stage with the
         fewest KV blocks; vLLM takes the minimum over workers). Release-dependent behaviour comes from
-        :func:`~ascendflow.compiler.rules.engine_rules` of the row.
+        :func:`~ascendflow.compiler.rules.engine_rules.engine_rules` of the row.
 
     Raises:
         ConfigError: a value vLLM or vllm-ascend would refuse (at parse time or at start-up), or a plan whose KV
@@ -333,7 +335,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
 def _worker(spec: RunSpec, launcher: str, engine_args: dict, node: int, first_dp: int, local_dp: int,
             devices: list[int]) -> WorkerPlan:
     """Node ``node``'s worker: its environment and the command its launcher runs there
-    (:mod:`ascendflow.compiler.launch`, :mod:`ascendflow.compiler.launch_nodes`)."""
+    (:mod:`ascendflow.compiler.launch.multinode_dp`, :mod:`~ascendflow.compiler.launch.nnodes`,
+    :mod:`~ascendflow.compiler.launch.ray_cluster`)."""
     hw, par, port = spec.hardware, spec.parallel, spec.run.launch_port
     head = node_address(spec, 0)
     if launcher == "mp-nnodes":

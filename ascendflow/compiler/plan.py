@@ -156,9 +156,9 @@ class Plan(_Frozen):
     #: Worker ranks per node (:class:`NodePlacement`).
     placement: list[NodePlacement] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    #: The release rules the plan was compiled with (``compiler/data/engine_rules.yaml`` row, with its sources).
+    #: The release rules the plan was compiled with (``compiler/rules/data/engine_rules.yaml`` row, with its sources).
     rules: dict[str, Any] = Field(default_factory=dict)
-    #: Plan fields that are estimates, each with what it rests on and its measured error (``compiler/estimates.py``).
+    #: Plan fields that are estimates, each with what it rests on and its measured error (``compiler/memory/estimates.py``).
     estimates: dict[str, str] = Field(default_factory=dict)
     #: Predicted serving performance (``ascendflow/perfmodel``), attached by the app after compiling; not hashed,
     #: absent from ``plan.json`` when not predicted (so the compiler's golden plans do not carry it).

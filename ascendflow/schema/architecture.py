@@ -48,7 +48,7 @@ class ModelArchitecture(BaseModel):
     num_nextn_predict_layers: int | None = None
     topk_method: str | None = None
     attention_bias: bool = False
-    # Per-layer KV layout (ascendflow/compiler/kv_specs.py reads these; names as in the HF configs)
+    # Per-layer KV layout (ascendflow/compiler/memory/kv_specs.py reads these; names as in the HF configs)
     sliding_window: int | None = None
     #: Qwen2/Qwen3: ``false`` switches ``sliding_window`` off (transformers ``Qwen2Config``).
     use_sliding_window: bool | None = None
@@ -81,7 +81,7 @@ class ModelArchitecture(BaseModel):
     mamba_expand: int | None = None
     mamba_conv_bias: bool | None = None  # None: True (transformers GraniteMoeHybridConfig default)
     mamba_proj_bias: bool | None = None
-    # MoE and per-layer variants read only by the weights pass (:mod:`ascendflow.compiler.weights_hybrid`):
+    # MoE and per-layer variants read only by the weights pass (:mod:`ascendflow.compiler.memory.weights_hybrid`):
     # Qwen3-Next (``shared_expert_intermediate_size``, ``decoder_sparse_step``, ``mlp_only_layers``,
     # ``attn_output_gate``), gpt-oss / Llama-4 / Granite (``num_local_experts``), Llama-4 (``intermediate_size_mlp``,
     # ``interleave_moe_layer_step``), Granite (``shared_intermediate_size``), Gemma-3n/4 per-layer inputs, AltUp,

@@ -26,7 +26,7 @@ class AdditionalConfig(Spec):
     """Typed ``--additional-config`` keys of vllm-ascend (``vllm_ascend/ascend_config.py``); ``None`` is not emitted.
 
     Every emitted key is checked against the key set of the target vllm-ascend version
-    (``ascendflow/compiler/data/additional_config_keys.yaml``): vllm-ascend silently ignores unknown keys.
+    (``ascendflow/compiler/rules/data/additional_config_keys.yaml``): vllm-ascend silently ignores unknown keys.
 
     Attributes:
         enable_shared_expert_dp: run shared experts data-parallel (capture sizes must be multiples of TP).

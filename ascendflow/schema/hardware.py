@@ -29,10 +29,10 @@ class HardwareSpec(Spec):
         default_kv_cache_memory_bytes: KV budget used when ``engine.kv_cache_memory_bytes`` is unset; required on
             CPU, where vLLM's utilisation rule reserves a fraction of the whole NUMA node (DESIGN.md §4).
         visible_devices_env: environment variable that selects devices (``ASCEND_RT_VISIBLE_DEVICES`` on Ascend).
-        software: the row of the version matrix the plan targets (``ascendflow/compiler/data/version_matrix.yaml``),
+        software: the row of the version matrix the plan targets (``ascendflow/compiler/rules/data/version_matrix.yaml``),
             e.g. ``vllm-ascend-0.23.0``; override with ``hardware.software=...``.
         soc: the chip family release rules key on: ``910b`` (A2), ``910c`` (A3), ``310p`` (300I Duo), ``950``,
-            ``cpu``, ``gpu`` (e.g. the 950's piecewise cap, the 310P KV halving; ``compiler/data/engine_rules.yaml``).
+            ``cpu``, ``gpu`` (e.g. the 950's piecewise cap, the 310P KV halving; ``compiler/rules/data/engine_rules.yaml``).
         mla_graph_heads: MLA attention heads per rank the device's graph kernels accept (A2/A3: 32, 64, 128;
             CANN error EZ9999, vllm-ascend docs ``faqs.md``); empty: no such rule (the v0.23.0 DeepSeek-V3.1
             tutorial runs TP8 + FULL_DECODE_ONLY on 950DT).

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ascendflow.compiler.checkpoint_weights import checkpoint_bytes
-from ascendflow.compiler.weights import Layout, pp_partition, weight_bytes
+from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
+from ascendflow.compiler.memory.weights import Layout, pp_partition, weight_bytes
 from ascendflow.models.checkpoint import read_inventory
 from ascendflow.models.smollm2 import ensure_smollm2
 from ascendflow.models.tiny_deepseek import TINY_DEEPSEEK_V3_CONFIG, ensure_tiny_deepseek

@@ -1,4 +1,4 @@
-"""Each per-release engine rule (``ascendflow/compiler/data/engine_rules.yaml``) at the releases where it changes.
+"""Each per-release engine rule (``ascendflow/compiler/rules/data/engine_rules.yaml``) at the releases where it changes.
 
 Whole values: full capture lists, exact bytes and token counts. Expected values are computed by hand in the comments
 from the upstream rule the row cites (vllm-project/vllm-ascend at the tag, vLLM from its wheel).
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ascendflow.compiler.graph import GraphContext, graph_plan, sample_sizes, stream_budget
-from ascendflow.compiler.memory import MIB, hccl_buffers_mb
-from ascendflow.compiler.rules import engine_rules, rules_table
-from ascendflow.compiler.software import version_matrix
+from ascendflow.compiler.graph.capture import GraphContext, graph_plan, sample_sizes, stream_budget
+from ascendflow.compiler.memory.overheads import MIB, hccl_buffers_mb
+from ascendflow.compiler.rules.engine_rules import engine_rules, rules_table
+from ascendflow.compiler.rules.software import version_matrix
 from ascendflow.schema import ConfigError, ModelArchitecture
 from ascendflow.schema.graph import GraphSpec
 from ascendflow.schema.hardware import HardwareSpec
@@ -380,9 +380,9 @@ def test_readme_shows_the_rules_table():
 
 
 def test_graph_memory_estimates_against_public_logs():
-    from ascendflow.compiler.graph import default_capture_sizes
-    from ascendflow.compiler.memory import graph_bytes
-    from ascendflow.compiler.weights import Layout
+    from ascendflow.compiler.graph.capture import default_capture_sizes
+    from ascendflow.compiler.memory.overheads import graph_bytes
+    from ascendflow.compiler.memory.weights import Layout
 
     gib = 2**30
     # #4807 (v0.11.0): Qwen3-30B-A3B TP2 + EP, 11 PIECEWISE sizes to 512, "took 0.26 GiB" (captured pool).

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ascendflow.compiler.mla_weights import absorbed_bytes, mlapo_bytes, mlapo_frees_originals
-from ascendflow.compiler.quant_bytes import quant_bytes
-from ascendflow.compiler.weights import EngineWeightRules, Layout, rank_tensors, tensor_bytes, weight_bytes
+from ascendflow.compiler.memory.mla_weights import absorbed_bytes, mlapo_bytes, mlapo_frees_originals
+from ascendflow.compiler.memory.quant_bytes import quant_bytes
+from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, rank_tensors, tensor_bytes, weight_bytes
 from ascendflow.schema import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 
@@ -140,7 +140,7 @@ def test_mtp_draft_layer_is_loaded_in_bf16_and_shares_vocab_from_v0_13():
 def test_checkpoint_count_splits_experts_over_tp_times_dp_like_the_estimate():
     import json
 
-    from ascendflow.compiler.checkpoint_weights import checkpoint_bytes
+    from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
     from ascendflow.models.checkpoint import read_inventory
     from ascendflow.models.tiny_deepseek import TINY_DEEPSEEK_V3_CONFIG, ensure_tiny_deepseek
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from ascendflow.compiler.graph import GraphContext, default_capture_sizes, graph_plan, sample_sizes, stream_budget
+from ascendflow.compiler.graph.capture import (GraphContext, default_capture_sizes, graph_plan, sample_sizes,
+                                               stream_budget)
 from ascendflow.schema import ConfigError, ModelArchitecture
 from ascendflow.schema.graph import GraphSpec
 from ascendflow.schema.parallel import ParallelSpec
-from ascendflow.compiler.rules import engine_rules
+from ascendflow.compiler.rules.engine_rules import engine_rules
 from tests.conftest import compose_config
 
 ROWS = {"0.11.0": "vllm-ascend-0.11.0", "0.18.0": "vllm-ascend-0.18.0", "0.20.2rc1": "vllm-ascend-0.20.2rc1",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ascendflow.compiler.kv_budget import kv_bytes_per_token_per_layer, kv_cache_plan
+from ascendflow.compiler.memory.kv_budget import kv_bytes_per_token_per_layer, kv_cache_plan
 from ascendflow.schema import ModelArchitecture
 
 SMOLLM2 = ModelArchitecture(hidden_size=576, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,

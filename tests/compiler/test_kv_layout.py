@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from ascendflow.compiler.kv_budget import kv_cache_plan
-from ascendflow.compiler.kv_layout import KVManagerRules, plan_kv_layout
-from ascendflow.compiler.kv_specs import LayerKV, layer_kinds, layer_kv_specs
+from ascendflow.compiler.memory.kv_budget import kv_cache_plan
+from ascendflow.compiler.memory.kv_layout import KVManagerRules, plan_kv_layout
+from ascendflow.compiler.memory.kv_specs import LayerKV, layer_kinds, layer_kv_specs
 from ascendflow.models.zoo import ZOO
 from ascendflow.schema import ModelArchitecture
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ascendflow.compiler import compile_plan
-from ascendflow.compiler.rules import rules_table
+from ascendflow.compiler.rules.engine_rules import rules_table
 from ascendflow.models.resolve import resolve_model
 from ascendflow.schema import load_spec
 from ascendflow.schema.errors import ConfigError

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ascendflow.compiler import compile_plan
-from ascendflow.compiler.launch import SERVE_PREFIX
-from ascendflow.compiler.software import version_at_least
+from ascendflow.compiler.launch.common import SERVE_PREFIX
+from ascendflow.compiler.rules.software import version_at_least
 from ascendflow.models.resolve import resolve_model
 from ascendflow.schema import load_spec
 from tests.conftest import compose_config, recipe_names

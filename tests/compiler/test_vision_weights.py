@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from ascendflow.compiler.vision_weights import encoder_profile, max_image_tokens, vision_tensors, vision_weight_bytes
+from ascendflow.compiler.memory.vision_weights import (encoder_profile, max_image_tokens, vision_tensors,
+                                                       vision_weight_bytes)
 from ascendflow.schema.errors import ConfigError
 
 #: Qwen3-VL-8B-Instruct config.json (public model card; shared/reference/configs/qwen3_vl_8b), the fields used here.

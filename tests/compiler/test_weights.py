@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ascendflow.compiler.weights import Layout, padded_vocab, pp_partition, rank_tensors, tensor_bytes, weight_bytes
+from ascendflow.compiler.memory.weights import (Layout, padded_vocab, pp_partition, rank_tensors, tensor_bytes,
+                                                weight_bytes)
 from ascendflow.models.gemma3_270m import ensure_gemma3_270m
 from ascendflow.models.smollm2 import ensure_smollm2
 from ascendflow.models.tiny_deepseek import TINY_DEEPSEEK_V3_CONFIG, ensure_tiny_deepseek

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from ascendflow.compiler.checkpoint_weights import checkpoint_bytes
-from ascendflow.compiler.weights import Layout, rank_tensors, weight_bytes
+from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
+from ascendflow.compiler.memory.weights import Layout, rank_tensors, weight_bytes
 from ascendflow.models.checkpoint import read_inventory
 from ascendflow.models.zoo import ZOO, ensure_zoo_model
 from ascendflow.schema import ModelArchitecture

@@ -6,7 +6,7 @@ from importlib import metadata
 
 import pytest
 
-from ascendflow.compiler.software import version_matrix
+from ascendflow.compiler.rules.software import version_matrix
 from ascendflow.runner.versions import VersionMismatchError, verify_installed
 
 

@@ -19,7 +19,7 @@ from ascendflow.schema.spec import RunSpec
 @lru_cache(maxsize=1)
 def keys_by_version() -> dict[str, frozenset[str]]:
     """Accepted top-level keys per vllm-ascend version (package data, read once)."""
-    text = resources.files("ascendflow.compiler").joinpath("data/additional_config_keys.yaml").read_text()
+    text = resources.files("ascendflow.compiler.rules").joinpath("data/additional_config_keys.yaml").read_text()
     return {str(v): frozenset(keys) for v, keys in yaml.safe_load(text).items()}
 
 

@@ -8,7 +8,7 @@ not subtracted (vllm-ascend), unless the plan pins ``kv_cache_memory_bytes`` to 
 
 from __future__ import annotations
 
-from ascendflow.compiler.weights import Layout
+from ascendflow.compiler.memory.weights import Layout
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.parallel import ParallelSpec
 

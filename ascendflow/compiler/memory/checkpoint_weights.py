@@ -1,6 +1,6 @@
 """Weights pass from a local checkpoint: per-rank bytes counted from the stored tensors instead of estimated.
 
-Each stored tensor is sharded by the vLLM layer it loads into (same rules as :mod:`ascendflow.compiler.weights`):
+Each stored tensor is sharded by the vLLM layer it loads into (same rules as :mod:`ascendflow.compiler.memory.weights`):
 column-parallel projections (``q_proj``, ``k_proj``/``v_proj``, ``q_b_proj``, ``kv_b_proj``, ``gate_proj``,
 ``up_proj``) split their first dimension by TP, K/V keeping one head per rank when ``num_key_value_heads < TP``;
 row-parallel ``o_proj``/``down_proj`` split the weight's second dimension, their per-output-channel quantization
@@ -12,7 +12,7 @@ routed experts go whole to their expert-parallel rank, or are split like an MLP 
 Dtypes: floating-point tensors that are not quantization parameters (all of them in an unquantized checkpoint,
 those marked ``FLOAT`` in ``quant_model_description.json``, or missing from it) are loaded in the model dtype (vLLM
 casts to ``--dtype``); integer weights count as stored. Quantization parameters take the dtypes vllm-ascend's quant
-methods allocate (:mod:`ascendflow.compiler.quant_bytes`): ``weight_scale``/``weight_offset`` in the model dtype
+methods allocate (:mod:`ascendflow.compiler.memory.quant_bytes`): ``weight_scale``/``weight_offset`` in the model dtype
 (stored float32 by msModelSlim), ``deq_scale`` 4 B (bf16) or 8 B (fp16), ``quant_bias`` int32; W8A8_DYNAMIC adds a
 float32 ``weight_scale_fp32`` per output row (MoE: ``w13`` only); W8A8 static allocates ``weight_scale`` and
 ``weight_offset`` even when the export has none (msModelSlim 26.1.0 stores only ``deq_scale``, ``quant_bias``,
@@ -21,17 +21,17 @@ float32 ``weight_scale_fp32`` per output row (MoE: ``w13`` only); W8A8 static al
 ``input_offset`` and three model-dtype copies of them repeated over its input partition (``aclnn_input_*``).
 A stored ``lm_head`` of a model with tied embeddings is not loaded (vLLM ties it to the embedding) unless the
 pipeline puts the head on another stage. Post-load MLA copies and MLAPO come from
-:func:`ascendflow.compiler.weights.mla_post_load_bytes`.
+:func:`ascendflow.compiler.memory.weights.mla_post_load_bytes`.
 """
 
 from __future__ import annotations
 
 import re
 
-from ascendflow.compiler.dtypes import DTYPE_BYTES
-from ascendflow.compiler.quant_bytes import DEQ_SCALE_BYTES
-from ascendflow.compiler.weights import EngineWeightRules, Layout, mla_post_load_bytes, padded_vocab
-from ascendflow.compiler.weights_hybrid import mamba2_dims
+from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
+from ascendflow.compiler.memory.quant_bytes import DEQ_SCALE_BYTES
+from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, mla_post_load_bytes, padded_vocab
+from ascendflow.compiler.memory.weights_hybrid import mamba2_dims
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import SAFETENSORS_DTYPE_BYTES, CheckpointInventory, TensorInfo
 
@@ -124,7 +124,7 @@ def _rank_bytes(name: str, t: TensorInfo, a: ModelArchitecture, layout: Layout, 
 
 def _hybrid_rank_numel(name: str, shape: list[int], numel: int, a: ModelArchitecture, layout: Layout) -> int | None:
     """Elements on one rank of the tensors whose sharding is not given by the module name alone
-    (:mod:`ascendflow.compiler.weights_hybrid`), else ``None``."""
+    (:mod:`ascendflow.compiler.memory.weights_hybrid`), else ``None``."""
     parts = name.split(".")
     module, param = _module(name)
     tp = layout.tp

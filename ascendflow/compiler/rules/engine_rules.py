@@ -100,7 +100,7 @@ class EngineRules(BaseModel):
             (``VLLM_TORCH_PROFILER_DIR``, vLLM 0.11 ``envs.py``) or ``profiler_config`` (``--profiler-config``, vLLM
             >= 0.13 ``arg_utils.py``; vllm-ascend v0.23.0 ``service_profiling_guide.md``: the env variable is
             deprecated).
-    Multi-node launch (one DP rank spanning nodes, :mod:`ascendflow.compiler.placement`):
+    Multi-node launch (one DP rank spanning nodes, :mod:`ascendflow.compiler.placement.nodes`):
         multinode_mp_launcher: vLLM's own multi-node multiprocessing launcher exists: ``--nnodes``, ``--node-rank``,
             ``--master-addr``, ``--master-port`` (``vllm/engine/arg_utils.py``, ``vllm/config/parallel.py``
             ``ParallelConfig.nnodes``), with ``--headless`` worker nodes (``vllm/entrypoints/cli/serve.py``
@@ -176,7 +176,7 @@ def rules_table() -> dict[str, EngineRules]:
     Raises:
         ValueError: a row inherits an unknown row, or lacks a field (pydantic names it).
     """
-    text = resources.files("ascendflow.compiler").joinpath("data/engine_rules.yaml").read_text()
+    text = resources.files("ascendflow.compiler.rules").joinpath("data/engine_rules.yaml").read_text()
     raw: dict[str, dict] = yaml.safe_load(text)
 
     def resolved(name: str, seen: tuple[str, ...] = ()) -> dict:

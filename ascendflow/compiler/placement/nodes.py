@@ -13,8 +13,8 @@ Two shapes (``shared/reference/vllm_ascend.md`` §7; vLLM ``vllm/engine/arg_util
 from __future__ import annotations
 
 from ascendflow.compiler.plan import NodePlacement
-from ascendflow.compiler.rules import EngineRules
-from ascendflow.compiler.topology import devices_per_dp_rank, place_nodes
+from ascendflow.compiler.rules.engine_rules import EngineRules
+from ascendflow.compiler.placement.topology import devices_per_dp_rank, place_nodes
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.hardware import HardwareSpec
 from ascendflow.schema.parallel import ParallelSpec
@@ -41,7 +41,7 @@ def place(parallel: ParallelSpec, hardware: HardwareSpec, rules: EngineRules,
         ConfigError: a DP rank that spans nodes without filling whole nodes, or with DP > 1; more nodes than it
             fills; ``mp`` on a release without ``--nnodes``; Ray with PP across nodes where the release fails it;
             Ray for DP ranks that fit a node; or the DP rules of
-            :func:`~ascendflow.compiler.topology.place_nodes`.
+            :func:`~ascendflow.compiler.placement.topology.place_nodes`.
     """
     per_rank, per_node = devices_per_dp_rank(parallel), hardware.devices_per_node
     pp, backend = parallel.pipeline_parallel_size, parallel.distributed_executor_backend

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from ascendflow.compiler.kv_specs import _per_layer_overrides, layer_kinds
-from ascendflow.compiler.weight_tensors import Layout, Tensor, padded_vocab
+from ascendflow.compiler.memory.kv_specs import _per_layer_overrides, layer_kinds
+from ascendflow.compiler.memory.weight_tensors import Layout, Tensor, padded_vocab
 from ascendflow.schema.architecture import ModelArchitecture
 
 

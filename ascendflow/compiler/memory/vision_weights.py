@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from ascendflow.compiler.weights import Tensor
+from ascendflow.compiler.memory.weights import Tensor
 from ascendflow.schema.errors import ConfigError
 
 #: transformers defaults of the keys a checkpoint may omit.

@@ -1,5 +1,5 @@
-"""Per-node argv of the launchers for a DP rank that spans nodes (pure): vLLM's ``--nnodes`` multiprocessing and a
-Ray worker's ``ray start``.
+"""Per-node argv of vLLM's ``--nnodes`` multiprocessing launcher, for a DP rank that spans nodes (pure). The other
+launcher for that shape, Ray, is :mod:`.ray_cluster`.
 
 - ``mp-nnodes`` (vLLM >= 0.12; vllm-ascend v0.13.0 ``long_sequence_context_parallel_multi_node.md`` runs TP16 over two
   nodes this way): every node runs ``vllm serve MODEL ... --nnodes N --node-rank k --master-addr <node 0>
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ascendflow.compiler.launch import engine_args_to_argv, serve_prefix
+from ascendflow.compiler.launch.common import engine_args_to_argv, serve_prefix
 
 
 def nnodes_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int, node: int, nodes: int,
@@ -22,7 +22,7 @@ def nnodes_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int,
     """``vllm serve`` argv of node ``node`` under vLLM's multi-node multiprocessing launcher.
 
     Args:
-        kind: hardware kind (entry point, :func:`~ascendflow.compiler.launch.serve_prefix`).
+        kind: hardware kind (entry point, :func:`~ascendflow.compiler.launch.common.serve_prefix`).
         engine_args: the plan's engine arguments (``distributed_executor_backend: mp`` among them).
         host, port: API server bind address and TCP port (used by node 0; kept on every node for one argv shape).
         node, nodes: this node's rank and the node count (``--node-rank``, ``--nnodes``).
@@ -34,14 +34,3 @@ def nnodes_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int,
     if node > 0:
         argv.append("--headless")
     return argv + ["--host", host, "--port", str(port)]
-
-
-def ray_worker_argv(*, head_addr: str, ray_port: int, node_addr: str) -> list[str]:
-    """``ray start`` argv that joins node ``node_addr`` to the Ray head at ``head_addr:ray_port`` and blocks."""
-    return ["ray", "start", f"--address={head_addr}:{ray_port}", f"--node-ip-address={node_addr}", "--block"]
-
-
-def ray_head_argv(*, head_addr: str, ray_port: int) -> list[str]:
-    """``ray start`` argv of the Ray head on node 0 (vllm-ascend v0.23.0 ``ray.md``: ``ray start --head``; Ray
-    finds the NPUs itself and names the resource ``NPU``, vllm-ascend ``platform.py`` ``ray_device_key``)."""
-    return ["ray", "start", "--head", f"--port={ray_port}", f"--node-ip-address={head_addr}"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ascendflow.schema.hardware import HardwareSpec
 
-#: Labels of the model-based figures (``ascendflow/compiler/memory.py``).
+#: Labels of the model-based figures (``ascendflow/compiler/memory/overheads.py``).
 ACTIVATION = ("ESTIMATE: first-order activation model (hidden, QKV, widest MLP per token at max_num_batched_tokens "
               "+ fp32 sampler logits); measured with non-torch on vllm-ascend #3479 (v0.11.0rc0, 300I Duo, "
               "Qwen3-4B): planned 0.65 GiB vs 2.00 GiB implied by the logged KV memory (-68 %), which puts the KV "

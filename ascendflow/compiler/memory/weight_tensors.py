@@ -1,5 +1,5 @@
-"""The tensor and rank-layout records of the weights pass, shared by :mod:`ascendflow.compiler.weights` (which
-re-exports them) and the per-family tensor lists of :mod:`ascendflow.compiler.weights_hybrid`."""
+"""The tensor and rank-layout records of the weights pass, shared by :mod:`ascendflow.compiler.memory.weights` (which
+re-exports them) and the per-family tensor lists of :mod:`ascendflow.compiler.memory.weights_hybrid`."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ascendflow.compiler.kv_specs import LayerKV
+from ascendflow.compiler.memory.kv_specs import LayerKV
 
 
 def _cdiv(a: int, b: int) -> int:

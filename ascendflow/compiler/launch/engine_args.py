@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ascendflow.compiler.plan import GraphPlan
-from ascendflow.compiler.rules import EngineRules
+from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.spec import RunSpec
 
 #: Where the launch scripts' profiler writes traces on the node (relative to the launch directory).

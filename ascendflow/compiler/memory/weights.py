@@ -9,20 +9,20 @@ Each tensor vLLM allocates on a rank is enumerated with its sharded shape (vLLM'
   ``num_key_value_heads < TP``. ``RowParallelLinear`` o_proj / down_proj: input split by TP.
 * MLA (``DeepseekV2MLAAttention``): ``fused_qkv_a_proj`` (q_a + kv_a_with_mqa) and the q_a/kv_a layernorms are
   replicated; ``q_b_proj`` / ``q_proj``, ``kv_b_proj`` and ``o_proj`` are split by TP. ``kv_b_proj`` is always in the
-  model dtype (:mod:`ascendflow.compiler.mla_weights`).
+  model dtype (:mod:`ascendflow.compiler.memory.mla_weights`).
 * MoE (``FusedMoE``): ``FusedMoEParallelConfig.make`` (``vllm/model_executor/layers/fused_moe/config.py``, read at
   vLLM 0.11.0, 0.13.0, 0.18.0, 0.20.2, 0.23.0 and 0.32.0) flattens TP across DP (and PCP): with
   ``enable_expert_parallel`` the EP group is TP × DP and holds whole experts, ceil(experts / EP) on the fullest
   rank; without it every rank holds every expert with its intermediate size split by TP × DP, not TP alone. The
   router gate is replicated; shared experts are a TP-split MLP (``DeepseekV2MLP``).
 * PP stages: ``vllm/distributed/utils.py`` ``get_pp_indices`` (remainder layers go to the stages before the last).
-* Quantized checkpoints (msModelSlim): projections take the bytes of :func:`ascendflow.compiler.quant_bytes.quant_bytes`
+* Quantized checkpoints (msModelSlim): projections take the bytes of :func:`ascendflow.compiler.memory.quant_bytes.quant_bytes`
   (read from vllm-ascend's quant methods); embeddings, LM head, norms, router and biases stay in the model dtype
   (``FLOAT``). Attention projections use ``linear_scheme``; dense MLPs and shared experts ``mlp_scheme`` (msModelSlim's
   DeepSeek W8A8 recipe quantizes ``*mlp*`` W8A8_DYNAMIC and ``*self_attn*`` W8A8 static,
   ``lab_practice/deepseek_v3_2/deepseek_w8a8.yaml``); routed experts ``expert_scheme``.
 * Decoder layers that are not attention + MLP (Qwen3-Next Gated-DeltaNet, Granite-4.0-H Mamba2, gpt-oss, Llama-4,
-  Gemma-3n/4) take their tensor lists from :mod:`ascendflow.compiler.weights_hybrid` (``FAMILIES``, by
+  Gemma-3n/4) take their tensor lists from :mod:`ascendflow.compiler.memory.weights_hybrid` (``FAMILIES``, by
   ``model_type``), Gemma-3n/4 per-layer embeddings from its ``first_stage_extras``.
 * MTP draft layers (DeepSeek ``num_nextn_predict_layers``) are loaded only with speculative decoding:
   :class:`EngineWeightRules` ``mtp_layers``.
@@ -33,11 +33,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from ascendflow.compiler import weights_hybrid as hybrid
-from ascendflow.compiler.dtypes import DTYPE_BYTES
-from ascendflow.compiler.mla_weights import absorbed_bytes, mlapo_bytes
-from ascendflow.compiler.quant_bytes import quant_bytes
-from ascendflow.compiler.weight_tensors import VOCAB_PADDING, Layout, Tensor, padded_vocab  # noqa: F401 (re-exported)
+from ascendflow.compiler.memory import weights_hybrid as hybrid
+from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
+from ascendflow.compiler.memory.mla_weights import absorbed_bytes, mlapo_bytes
+from ascendflow.compiler.memory.quant_bytes import quant_bytes
+from ascendflow.compiler.memory.weight_tensors import (  # noqa: F401 (re-exported)
+    VOCAB_PADDING, Layout, Tensor, padded_vocab)
 from ascendflow.schema.architecture import ModelArchitecture
 
 #: ``mlp_scheme`` default: the dense MLPs take ``linear_scheme``.
@@ -57,7 +58,7 @@ class EngineWeightRules:
             ``mla_v1.py``: every tag v0.11.0 .. v0.25.1rc1).
         mlapo: MLAPO builds its fused int8 copies in W8A8-static MLA layers (A2/A3 kernel path).
         mlapo_frees_originals: MLAPO then drops the originals (v0.13.0+ on a KV consumer with
-            ``max_num_batched_tokens <= 1024``: :func:`ascendflow.compiler.mla_weights.mlapo_frees_originals`).
+            ``max_num_batched_tokens <= 1024``: :func:`ascendflow.compiler.memory.mla_weights.mlapo_frees_originals`).
         mtp_layers: MTP draft layers loaded on the last PP stage (``num_nextn_predict_layers`` when speculative
             decoding with ``deepseek_mtp`` is on, else 0). They stay in the model dtype: vllm-ascend's
             ``quant_config.py``/``modelslim_config.py`` note "The quantized MTP layer of deepseek on the NPU is not
@@ -182,7 +183,7 @@ def rank_tensors(a: ModelArchitecture, layout: Layout,
 def tensor_bytes(t: Tensor, dtype: str, linear_scheme: str | None, expert_scheme: str | None,
                  mlp_scheme: str | None = SAME_AS_LINEAR) -> int:
     """Bytes of one tensor: ``float`` tensors in ``dtype``; projections in their quantization scheme (``None``:
-    ``dtype``), per :func:`ascendflow.compiler.quant_bytes.quant_bytes`.
+    ``dtype``), per :func:`ascendflow.compiler.memory.quant_bytes.quant_bytes`.
 
     Raises:
         ConfigError: a W8A8 static projection with a float32 model dtype.

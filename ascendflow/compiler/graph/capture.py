@@ -1,7 +1,7 @@
 """Graph-capture pass: ``cudagraph_mode`` and capture sizes as the target release derives them.
 
-Every rule that differs by release comes from the row's :class:`~ascendflow.compiler.rules.EngineRules`
-(``data/engine_rules.yaml``, sources there). The steps run in vllm-ascend's order (``platform.py``
+Every rule that differs by release comes from the row's :class:`~ascendflow.compiler.rules.engine_rules.EngineRules`
+(``rules/data/engine_rules.yaml``, sources there). The steps run in vllm-ascend's order (``platform.py``
 ``check_and_update_config``): default sizes (vLLM ``_set_cudagraph_sizes`` with the release's ladder and maximum),
 the v0.11 Qwen3-MoE DP ladder, sequence-parallel TP alignment, the Ascend 950 cap, the ACL stream budget
 (``utils.py`` ``update_aclgraph_sizes``, PIECEWISE only, with its v0.11 speculative enlargement), and vLLM's
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ascendflow.compiler.plan import GraphPlan
-from ascendflow.compiler.rules import EngineRules
+from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.graph import GraphSpec

@@ -26,7 +26,7 @@ v0.23.0, v0.24.0rc1 and v0.25.1rc1:
 
 from __future__ import annotations
 
-from ascendflow.compiler.quant_bytes import deq_scale_bytes
+from ascendflow.compiler.memory.quant_bytes import deq_scale_bytes
 from ascendflow.schema.architecture import ModelArchitecture
 
 #: ``MLAPO_MAX_SUPPORTED_TOKENS`` in ``vllm_ascend/attention/mla_v1.py`` (v0.13.0 .. v0.25.1rc1).

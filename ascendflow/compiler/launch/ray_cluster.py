@@ -1,5 +1,5 @@
-"""Ray launcher scripts (pure text): the head's start lines in ``node0.sh`` and ``ray_preflight.sh``, which waits until
-the cluster shows every NPU of the plan before ``vllm serve`` starts.
+"""Ray launcher (pure): the ``ray start`` argv of the head and the workers, the head's start lines in ``node0.sh`` and
+``ray_preflight.sh``, which waits until the cluster shows every NPU of the plan before ``vllm serve`` starts.
 
 Sources: vllm-ascend v0.23.0 ``docs/source/tutorials/features/ray.md`` (head ``ray start --head``, workers ``ray start
 --address=<head>:6379 --node-ip-address=<local>``, per-node ``HCCL_IF_IP``/``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME``,
@@ -11,14 +11,23 @@ start``: Ray workers inherit the environment of the node's raylet, so a change n
 
 from __future__ import annotations
 
-
-from ascendflow.compiler.launch_nodes import ray_head_argv
 from ascendflow.compiler.plan import Plan
 
 #: Ray resource name of one device per hardware kind (vllm-ascend ``platform.py`` ``ray_device_key``; vLLM CUDA ``GPU``).
 RAY_RESOURCE = {"npu": "NPU", "gpu": "GPU", "cpu": "CPU"}
 #: Seconds ``ray_preflight.sh`` waits for the workers to join (override with ``ASCENDFLOW_RAY_WAIT_S``).
 RAY_WAIT_S = 600
+
+
+def ray_worker_argv(*, head_addr: str, ray_port: int, node_addr: str) -> list[str]:
+    """``ray start`` argv that joins node ``node_addr`` to the Ray head at ``head_addr:ray_port`` and blocks."""
+    return ["ray", "start", f"--address={head_addr}:{ray_port}", f"--node-ip-address={node_addr}", "--block"]
+
+
+def ray_head_argv(*, head_addr: str, ray_port: int) -> list[str]:
+    """``ray start`` argv of the Ray head on node 0 (vllm-ascend v0.23.0 ``ray.md``: ``ray start --head``; Ray
+    finds the NPUs itself and names the resource ``NPU``, vllm-ascend ``platform.py`` ``ray_device_key``)."""
+    return ["ray", "start", "--head", f"--port={ray_port}", f"--node-ip-address={head_addr}"]
 
 
 def ray_devices(plan: Plan) -> int:

