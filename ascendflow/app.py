@@ -26,7 +26,7 @@ from ascendflow.runner.detect import compile_for_this_host, hardware_present
 from ascendflow.capacity.plot import plot_load_curve
 from ascendflow.capacity.pruning import decision_entry
 from ascendflow.capacity.search import load_range
-from ascendflow.capacity.sweep_predictions import record_measured, record_pruned
+from ascendflow.tracking.sweep_predictions import record_measured, record_pruned
 from ascendflow.runner.capacity_run import serve_and_search
 from ascendflow.runner.engine_metrics import summary_line
 from ascendflow.runner.local import run_offline, serve_and_benchmark
@@ -45,7 +45,8 @@ from ascendflow.interrupts import Terminated, install_sigterm, restore_handlers
 from ascendflow.tracking.objective import objective
 from ascendflow.tracking.server import ServerStartError, TrackingServer, wants_server
 from ascendflow.tracking.store import refuse_unusable_store, tracking_uri
-from ascendflow.tracking.sweep import end_parent, job_run_name, read_sweep, refuse_parallel_engines
+from ascendflow.tracking.run_names import job_run_name
+from ascendflow.tracking.sweep import end_parent, read_sweep, refuse_parallel_engines
 
 
 def _secrets(cfg: DictConfig) -> tuple[dict[str, str], list[str]]:
@@ -352,7 +353,7 @@ def _rehearse(raw: dict[str, Any], original: Plan, recipe: str | None, run_dir: 
 
 def _pruned(tracked: TrackedRun, entry: dict[str, Any], run_dir: Path) -> None:
     """A capacity config the sweep does not measure (``slo.measure_top``): a FINISHED run with its plan and
-    prediction, tagged ``capacity.pruned=true`` (:func:`ascendflow.capacity.sweep_predictions.record_pruned`)."""
+    prediction, tagged ``capacity.pruned=true`` (:func:`ascendflow.tracking.sweep_predictions.record_pruned`)."""
     record_pruned(tracked, entry, run_dir)
     tracked.end("FINISHED", run_dir)
     console.warn_lines([f"config not measured (slo.measure_top): {entry['reason'].removeprefix('pruned: ')}"])

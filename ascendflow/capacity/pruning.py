@@ -3,7 +3,7 @@ performance model's predicted capacity and measure only the top k. Pure: the pre
 
 The sweep callback (:mod:`ascendflow.tracking.sweep`) predicts every job before any runs and publishes the decision
 in the sweep dict (``capacity_pruning``, :data:`KEY`); each job looks itself up by its run name
-(:func:`ascendflow.tracking.sweep.job_run_name`) with :func:`decision_entry`.
+(:func:`ascendflow.tracking.run_names.job_run_name`) with :func:`decision_entry`.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def chat_lengths(spec: RunSpec, model_path: str | None) -> list[tuple[int, int]]
 
 
 def _tokenized_lengths(spec: RunSpec, model_path: str) -> list[tuple[int, int]] | None:
-    from ascendflow.runner.workload import chat_requests
+    from ascendflow.workloads.chat import chat_requests
 
     try:
         from transformers import AutoTokenizer

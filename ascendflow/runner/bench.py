@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ascendflow.runner.workload import write_chat_dataset
+from ascendflow.workloads.chat import write_chat_dataset
 from ascendflow.schema.workload import WorkloadSpec
 
 

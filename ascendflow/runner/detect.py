@@ -48,7 +48,7 @@ def compile_for_this_host(spec: Any, model: Any) -> Any:
     """The plan of ``spec`` (a :class:`ascendflow.schema.RunSpec`) for ``model`` (what
     :func:`ascendflow.models.resolve.resolve_model` returns) with this machine's facts: the CPU node's memory (for
     a CPU target) and AMX. The one call a job (``ascendflow/app.py``), a capacity sweep's predictions
-    (:mod:`ascendflow.capacity.sweep_predictions`) and a rehearsal (:mod:`ascendflow.rehearsal.job`) make, so they
+    (:mod:`ascendflow.tracking.sweep_predictions`) and a rehearsal (:mod:`ascendflow.rehearsal.job`) make, so they
     price and run the same plan.
 
     Raises:

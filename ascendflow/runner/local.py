@@ -29,7 +29,7 @@ from ascendflow.runner.server import (
     local_argv,
     wait_healthy,
 )
-from ascendflow.runner.workload import chat_requests
+from ascendflow.workloads.chat import chat_requests
 from ascendflow.schema.spec import RunSpec
 
 Status = Callable[[str], None]

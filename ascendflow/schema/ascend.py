@@ -62,8 +62,8 @@ class AscendSpec(Spec):
         enable_sequence_parallelism: vLLM's sequence-parallel pass (capture sizes must be multiples of TP).
         env: further environment variables for every node (``ASCEND_LAUNCH_BLOCKING=1`` is refused with graphs).
             Names must be valid for bash and MLflow (``ascendflow.schema.secrets.ENV_NAME``). Values of secret-looking
-            names (``*_TOKEN``, ``*_KEY``, ``*PASSWORD*``..., ``ascendflow.schema.secrets.SECRET_NAME``) and of names in
-            ``secret_env`` are never written: plans and launch scripts reference ``${NAME}``, records show ``***``.
+            names (``*_TOKEN``, ``*_KEY``, ``*PASSWORD*``..., ``ascendflow.schema.secret_names.SECRET_NAME``) and of
+            names in ``secret_env`` are never written: plans and launch scripts reference ``${NAME}``, records show ``***``.
         secret_env: further names of ``env`` (or of the launch environment) to treat as secret.
     """
 

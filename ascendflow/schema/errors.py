@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ascendflow.schema.secret_names import MASK, is_secret
+
 
 class ConfigError(ValueError):
     """A configuration value breaks a rule.
@@ -39,8 +41,6 @@ def format_validation_error(exc: Any, prefix: str = "") -> ConfigError:
     value = err.get("input")
     rule = err["msg"]
     if len(err["loc"]) >= 2 and err["loc"][-2] == "env":  # never echo a secret environment value
-        from ascendflow.schema.secrets import MASK, is_secret
-
         if is_secret(str(err["loc"][-1])):
             value = MASK
     if err["type"] == "extra_forbidden":

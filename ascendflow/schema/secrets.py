@@ -1,9 +1,9 @@
 """Secret environment values: which names are secret, how they are masked, and which names are valid (pure).
 
-A value is secret when its variable's name looks secret (:data:`SECRET_NAME`) or the user lists the name in
-``ascend.secret_env``. Secret values are never written: plans and launch scripts hold ``${NAME}`` (the launch script
-refuses to start while ``NAME`` is unset), and MLflow params, tags and every file of the run directory show
-:data:`MASK` instead.
+A value is secret when its variable's name looks secret (:data:`~ascendflow.schema.secret_names.SECRET_NAME`) or
+the user lists the name in ``ascend.secret_env``. Secret values are never written: plans and launch scripts hold
+``${NAME}`` (the launch script refuses to start while ``NAME`` is unset), and MLflow params, tags and every file of
+the run directory show :data:`~ascendflow.schema.secret_names.MASK` instead.
 """
 
 from __future__ import annotations
@@ -12,24 +12,13 @@ import re
 from typing import Iterable, Mapping
 
 from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.secret_names import MASK, is_secret
 
-#: Name parts that mark a variable as secret (``HF_TOKEN``, ``WANDB_API_KEY``, ``AWS_SECRET_ACCESS_KEY``,
-#: ``DB_PASSWORD``, ``GOOGLE_APPLICATION_CREDENTIALS``...), matched case-insensitively as ``_``-separated words.
-SECRET_WORDS = ("TOKEN", "KEY", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "AUTH",
-                "PRIVATE", "COOKIE")
-SECRET_NAME = re.compile(r"(?:^|_)(?:" + "|".join(SECRET_WORDS) + r")S?(?:_|$)", re.IGNORECASE)
-#: What replaces a secret value in params, tags and files.
-MASK = "***"
 #: Environment names bash exports and MLflow accepts as a param key part (mlflow/utils/validation.py
 #: ``_validate_param_name``: at most 250 characters in all, with the ``ascend.env.`` prefix).
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 #: Shortest value masked inside free text (shorter ones would mask unrelated text; their keys are still masked).
 MIN_TEXT_MASK_CHARS = 4
-
-
-def is_secret(name: str, marked: Iterable[str] = ()) -> bool:
-    """True when ``name`` looks secret or is listed in ``marked``."""
-    return name in set(marked) or bool(SECRET_NAME.search(name))
 
 
 def check_env_names(env: Mapping[str, object] | None, key: str = "ascend.env") -> None:

@@ -25,11 +25,13 @@ from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.schema.secrets import mask_text, secret_values
 from ascendflow.secret_logging import override_secrets
+from ascendflow.tracking.capacity_ranking import record_on_parent
 from ascendflow.tracking.cluster import (SWEEP_ENV, publish_sweep, published_sweep, refuse_local_store, start_server,
                                          stop_server)
 from ascendflow.tracking.stale import end_stale_runs, process_tags
 from ascendflow.interrupts import Terminated
 from ascendflow.tracking.server import wants_server
+from ascendflow.tracking.sweep_predictions import predict_sweep
 from ascendflow.tracking.store import (artifact_root, ensure_experiment, open_client, refuse_unusable_store,
                                        tracking_uri)
 from ascendflow.tracking.versions import version_tags
@@ -60,12 +62,6 @@ def swept_keys(config: DictConfig) -> list[str]:
     if params:
         keys += [k for k in params if k not in keys]
     return keys
-
-
-def job_run_name(task_overrides: list[str], keys: list[str]) -> str:
-    """A child run's name: its values of the swept keys (``engine.max_num_seqs=16``), else all its overrides."""
-    chosen = [o for o in task_overrides if o.split("=", 1)[0].lstrip("+~") in keys]
-    return " ".join(chosen or task_overrides)[:250]
 
 
 def _client(uri: str):
@@ -278,7 +274,6 @@ def _pruning(config: DictConfig, measure_top: int) -> dict[str, Any]:
     """Predict every job's capacity, keep the top ``measure_top`` (:mod:`ascendflow.capacity.pruning`) and say so on
     one line; the result travels in the sweep dict to every job."""
     from ascendflow.capacity.pruning import decide
-    from ascendflow.capacity.sweep_predictions import predict_sweep
 
     configs = decide(predict_sweep(config, swept_keys(config)), measure_top)
     measured = [c for c in configs if c["measure"]]
@@ -380,7 +375,6 @@ class MlflowSweepCallback(Callback):
             return
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         try:  # a capacity sweep's ranking and Pareto plot; never stops the parent from ending
-            from ascendflow.capacity.ranking import record_on_parent
 
             client = _client(sweep["tracking_uri"])
             children = client.search_runs([sweep["experiment_id"]], max_results=10000,

@@ -11,8 +11,7 @@ vllm-ascend v0.23.0 gives msModelSlim checkpoints, ``vllm_ascend/quantization/mo
 
 from __future__ import annotations
 
-#: The vLLM quantization method name (``--quantization ascend``), as vllm-ascend names it.
-METHOD = "ascend"
+from ascendflow.vllm_plugin.names import METHOD
 
 
 def register() -> None:

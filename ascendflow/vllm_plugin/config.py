@@ -16,7 +16,7 @@ from vllm.model_executor.layers.linear import LinearBase, UnquantizedLinearMetho
 from vllm.model_executor.layers.quantization import register_quantization_config
 from vllm.model_executor.layers.quantization.base_config import QuantizationConfig
 
-from . import METHOD
+from .names import METHOD
 from .linear import W8A8DynamicLinearMethod, W8A8StaticLinearMethod
 
 #: File msModelSlim writes beside the weights (msModelSlim 26.1.0 ``ascendv1_saver``).

@@ -70,7 +70,7 @@ def multirun_config():
 
 
 def test_every_job_is_predicted_under_its_run_name(multirun_config):
-    from ascendflow.capacity.sweep_predictions import job_overrides, predict_sweep
+    from ascendflow.tracking.sweep_predictions import job_overrides, predict_sweep
     from ascendflow.tracking.sweep import swept_keys
 
     cfg = multirun_config(["+sweep=capacity", "engine.max_num_seqs=4,32", "graph=eager", "slo.measure_top=1"])
@@ -85,7 +85,7 @@ def test_every_job_is_predicted_under_its_run_name(multirun_config):
 
 
 def test_a_config_the_model_cannot_price_is_not_predicted_with_its_reason(multirun_config):
-    from ascendflow.capacity.sweep_predictions import predict_sweep
+    from ascendflow.tracking.sweep_predictions import predict_sweep
 
     cfg = multirun_config(["+sweep=capacity", "engine.max_num_seqs=4,8", "slo.p99_ttft_ms=null",
                            "slo.p99_tpot_ms=null"])

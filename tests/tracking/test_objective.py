@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ascendflow.schema.run import RunOptions
 from ascendflow.tracking.objective import FAILED_TTFT_MS, objective
-from ascendflow.tracking.sweep import job_run_name
+from ascendflow.tracking.run_names import job_run_name
 
 METRICS = {"completed": 8, "output_throughput": 75.0, "p99_ttft_ms": 440.0}
 

@@ -55,10 +55,10 @@ def predict_job(job_config: DictConfig) -> tuple[float | None, str]:
 
 def predict_sweep(config: DictConfig, keys: list[str]) -> list[dict[str, Any]]:
     """``{"name", "predicted_capacity_rps", "reason"}`` per job of the multirun ``config``, in launch order; ``name``
-    is the job's MLflow run name (:func:`ascendflow.tracking.sweep.job_run_name`)."""
+    is the job's MLflow run name (:func:`ascendflow.tracking.run_names.job_run_name`)."""
     from hydra.core.global_hydra import GlobalHydra
 
-    from ascendflow.tracking.sweep import job_run_name
+    from ascendflow.tracking.run_names import job_run_name
 
     loader = GlobalHydra.instance().config_loader()
     out = []
