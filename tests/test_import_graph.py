@@ -157,6 +157,28 @@ def test_no_import_cycle():
         f"{a} (line {GRAPH[a][b]})" for a, b in zip(cycle, cycle[1:])) + f" -> {cycle[-1]}"
 
 
+def room_graph(graph: dict[str, dict[str, int]], depth: int, within: str = "") -> dict[str, dict[str, int]]:
+    """The graph between rooms: modules cut to their first ``depth`` dotted parts (arrows inside a room dropped)."""
+    rooms: dict[str, dict[str, int]] = {}
+    for module, arrows in graph.items():
+        if not module.startswith(within):
+            continue
+        room = ".".join(module.split(".")[:depth])
+        for target, line in arrows.items():
+            other = ".".join(target.split(".")[:depth])
+            if target.startswith(within) and other != room:
+                rooms.setdefault(room, {}).setdefault(other, line)
+    return rooms
+
+
+@pytest.mark.parametrize("depth,within", [(2, ""), (3, "ascendflow.compiler.")], ids=["rooms", "compiler"])
+def test_no_cycle_between_rooms(depth, within):
+    """Rooms on one layer (``perfmodel`` and ``capacity``; the compiler's passes) may import each other one way only."""
+    rooms = room_graph(GRAPH, depth, within)
+    cycle = find_cycle(rooms)
+    assert cycle is None, "cycle between rooms: " + " -> ".join(cycle)
+
+
 @pytest.mark.parametrize("floors,within", [(LAYERS, ""), (COMPILER_FLOORS, "ascendflow.compiler")],
                          ids=["package", "compiler"])
 def test_no_import_runs_back_up(floors, within):
