@@ -31,9 +31,9 @@ from ascendflow.tracking.cluster import (SWEEP_ENV, publish_sweep, published_swe
 from ascendflow.tracking.stale import end_stale_runs, process_tags
 from ascendflow.interrupts import Terminated
 from ascendflow.tracking.server import wants_server
-from ascendflow.tracking.sweep_predictions import predict_sweep
 from ascendflow.tracking.store import (artifact_root, ensure_experiment, open_client, refuse_unusable_store,
                                        tracking_uri)
+from ascendflow.tracking.sweep_predictions import predict_sweep
 from ascendflow.tracking.versions import version_tags
 
 SWEEP_FILE = "mlflow_sweep.json"

@@ -14,6 +14,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ascendflow.tracking.run_names import job_run_name
+
 
 def job_overrides(config: DictConfig) -> list[list[str]]:
     """Every job's override list, in launch order, as the basic sweeper builds it (``hydra.sweeper.params`` first,
@@ -57,8 +59,6 @@ def predict_sweep(config: DictConfig, keys: list[str]) -> list[dict[str, Any]]:
     """``{"name", "predicted_capacity_rps", "reason"}`` per job of the multirun ``config``, in launch order; ``name``
     is the job's MLflow run name (:func:`ascendflow.tracking.run_names.job_run_name`)."""
     from hydra.core.global_hydra import GlobalHydra
-
-    from ascendflow.tracking.run_names import job_run_name
 
     loader = GlobalHydra.instance().config_loader()
     out = []
