@@ -66,7 +66,10 @@ def run_job(cfg: DictConfig) -> float | tuple[float, float] | None:
     """
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
-    previous = set_aside_earlier_outputs(run_dir, keep=(str(hc.output_subdir), f"{hc.job.name}.log"))
+    # a job directory that is the sweep directory itself (hydra.sweep.subdir=.) holds the sweep's own files
+    sweep_root = hc.mode == RunMode.MULTIRUN and run_dir.resolve() == Path(hc.sweep.dir).resolve()
+    keep = (str(hc.output_subdir), f"{hc.job.name}.log")
+    previous = None if sweep_root else set_aside_earlier_outputs(run_dir, keep=keep)
     inputs = job_inputs(cfg)
     try:
         server = hc.mode != RunMode.MULTIRUN and wants_server(inputs.tracking)

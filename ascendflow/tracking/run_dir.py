@@ -29,8 +29,11 @@ def set_aside_earlier_outputs(run_dir: Path, keep: Iterable[str]) -> Path | None
         keep: names of the entries this job's Hydra wrote (``.hydra``, ``<job name>.log``); ``previous`` is kept too.
 
     Returns:
-        The directory the entries were moved to, or ``None`` when there was nothing to move.
+        The directory the entries were moved to, or ``None`` when there was nothing to move, or when ``run_dir`` is
+        (or holds) the working directory: its other entries are then the user's, not an earlier run's.
     """
+    if Path.cwd().resolve().is_relative_to(run_dir.resolve()):
+        return None
     keep = {*keep, PREVIOUS_DIR}
     earlier = sorted(p for p in run_dir.iterdir() if p.name not in keep) if run_dir.is_dir() else []
     if not earlier:

@@ -9,6 +9,7 @@ from hydra import compose, initialize_config_dir
 
 from ascendflow.job_inputs import job_inputs, layout_name
 from ascendflow.schema.parallel import ParallelSpec
+from ascendflow.tracking.run_dir import set_aside_earlier_outputs
 from tests.conftest import CONF, run_ascendflow
 from tests.e2e.helpers import artifact_paths, mlflow_runs
 
@@ -71,3 +72,10 @@ def test_layout_names():
     assert layout_name(ParallelSpec(tensor_parallel_size=4)) == "tp4"
     assert layout_name(ParallelSpec(data_parallel_size=2)) == "tp1-dp2"
     assert layout_name(None) is None
+
+
+def test_a_run_dir_holding_the_working_directory_is_left_as_it_is(tmp_path, monkeypatch):
+    (tmp_path / "README.md").write_text("the user's own file\n")
+    monkeypatch.chdir(tmp_path)
+    assert set_aside_earlier_outputs(tmp_path, keep=(".hydra",)) is None
+    assert [p.name for p in tmp_path.iterdir()] == ["README.md"]
