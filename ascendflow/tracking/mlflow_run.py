@@ -17,6 +17,7 @@ from ascendflow.schema.secrets import MASK, mask_text
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking.flatten import flatten_params, numeric_metrics
 from ascendflow.tracking.pending import PendingRecord, scrub_dir, sync_pending_under
+from ascendflow.tracking.run_dir import upload_run_dir
 from ascendflow.tracking.stale import end_stale_runs, process_tags
 from ascendflow.tracking.store import (GuardedClient, artifact_root, ensure_experiment, open_client, tracking_uri,
                                        with_retry)
@@ -207,8 +208,8 @@ class TrackedRun:
             self._record("tags", values, lambda: with_retry(lambda: self.client.log_batch(self.run_id, tags=batch)))
 
     def end(self, status: str, run_dir: Path | None) -> None:
-        """Scrub secret values from ``run_dir``, upload it (plan, launch scripts, ``.hydra/``, logs, benchmark JSON)
-        and end the run. A failed upload or end keeps everything in ``mlflow_pending.json`` for
+        """Scrub secret values from ``run_dir``, upload it (plan, launch scripts, ``.hydra/``, logs, benchmark JSON;
+        not ``previous/``, an earlier run's files, :mod:`ascendflow.tracking.run_dir`) and end the run. A failed upload or end keeps everything in ``mlflow_pending.json`` for
         ``python -m ascendflow.sync`` and prints one line; it never raises for a store error.
 
         Args:
@@ -224,7 +225,7 @@ class TrackedRun:
         upload_error = None
         if self.pending is None and run_dir is not None and run_dir.exists():
             try:
-                self.client.log_artifacts(self.run_id, str(run_dir))
+                upload_run_dir(self.client, self.run_id, run_dir)
             except Exception as exc:  # e.g. an unwritable artifact location: end the run, keep the files
                 upload_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 

@@ -2,7 +2,8 @@
 
 ``<run_dir>/mlflow_pending.json`` holds the store URI, the run id and every params/metrics/tags call and the final
 status that failed or came after the first failure. :func:`sync_run_dir` replays them, uploads the run directory as
-the run's artifacts, ends the run and renames the file ``mlflow_synced.json``.
+the run's artifacts (without ``previous/``, :mod:`ascendflow.tracking.run_dir`), ends the run and renames the file
+``mlflow_synced.json``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ascendflow.schema.secrets import mask_text
+from ascendflow.tracking.run_dir import upload_run_dir
 
 PENDING_FILE, SYNCED_FILE = "mlflow_pending.json", "mlflow_synced.json"
 #: Where run directories live under ``outputs/`` (single runs and sweep jobs, ``conf/config.yaml``).
@@ -103,7 +105,7 @@ def sync_run_dir(run_dir: Path, client=None) -> str:
         with_retry(lambda: client.log_batch(run_id, metrics=metrics[i:i + 500]))
     tags = [RunTag(k, str(v)) for k, v in {**data["tags"], "ascendflow.synced_after_outage": data["reason"]}.items()]
     with_retry(lambda: client.log_batch(run_id, tags=tags))
-    client.log_artifacts(run_id, str(run_dir))
+    upload_run_dir(client, run_id, run_dir)
     with_retry(lambda: client.set_terminated(run_id, status=data["status"] or "FAILED"))
     path.rename(run_dir / SYNCED_FILE)
     return run_id

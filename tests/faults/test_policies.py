@@ -29,7 +29,7 @@ def _tracked(tmp_path, uri: str) -> TrackedRun:
 def test_seven_of_eight_fails_by_default_and_is_tagged(tmp_path, mlflow_uri):
     tracked = _tracked(tmp_path, mlflow_uri)
     with pytest.raises(RunFailedError) as err:
-        _check_requests("serve", SEVEN_OF_EIGHT, RunOptions(), tracked)
+        _check_requests(SEVEN_OF_EIGHT, RunOptions(), tracked)
     assert str(err.value) == ("1 of 8 benchmark requests failed (above run.max_failed_fraction=0); see bench.log / "
                               "engine.log in the run directory (requests longer than max_model_len are rejected); "
                               "raise run.max_failed_fraction to accept it")
@@ -39,7 +39,7 @@ def test_seven_of_eight_fails_by_default_and_is_tagged(tmp_path, mlflow_uri):
 
 def test_tolerated_failures_warn_and_scale_the_objective(tmp_path, mlflow_uri, capsys):
     tracked = _tracked(tmp_path, mlflow_uri)
-    _check_requests("serve", SEVEN_OF_EIGHT, RunOptions(max_failed_fraction=0.2), tracked)
+    _check_requests(SEVEN_OF_EIGHT, RunOptions(max_failed_fraction=0.2), tracked)
     assert "warning: 1 of 8 benchmark requests failed (within run.max_failed_fraction=0.2)" in capsys.readouterr().out
     (run,) = mlflow_runs(mlflow_uri)
     assert run.data.tags["failed_requests"] == "1/8"
