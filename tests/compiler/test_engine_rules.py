@@ -369,7 +369,7 @@ def test_torchair_model_families_eager_and_acl_graphs():
 
 
 def test_docs_page_shows_the_rules_table():
-    """docs/engine_rules.md holds the table generated from engine_rules.yaml (``python scripts/rules_table.py --docs``)."""
+    """docs/engine_rules.md holds the table generated from engine_rules.yaml (``scripts/rules_table.py --docs``)."""
     import importlib.util
     from pathlib import Path
 
