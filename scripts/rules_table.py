@@ -1,7 +1,7 @@
-"""Print the per-release engine rules (ascendflow/compiler/rules/data/engine_rules.yaml) as the README's Markdown table.
+"""Print the per-release engine rules (ascendflow/compiler/rules/data/engine_rules.yaml) as the docs' Markdown table.
 
-    python scripts/rules_table.py          # prints the table; tests/compiler/test_engine_rules.py checks the README
-    python scripts/rules_table.py --readme # replaces the table in README.md (after its "rules table" marker)
+    python scripts/rules_table.py          # prints the table; tests/compiler/test_engine_rules.py checks the docs page
+    python scripts/rules_table.py --docs   # replaces the table in docs/engine_rules.md (after its "rules table" marker)
 """
 
 from __future__ import annotations
@@ -41,8 +41,16 @@ def markdown() -> str:
     return "\n".join(lines)
 
 
-def write_readme(path: Path) -> None:
-    """Replace the table that follows the ``<!-- rules table`` marker in ``path``."""
+#: The page that shows the table (the "Engine rules per release" page of the docs site).
+DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "engine_rules.md"
+
+
+def write_table(path: Path = DOCS_PAGE) -> None:
+    """Replace the table that follows the ``<!-- rules table`` marker in ``path``.
+
+    Raises:
+        ValueError: ``path`` has no ``<!-- rules table`` marker.
+    """
     text = path.read_text()
     marker = text.index("<!-- rules table")
     start = text.index("\n", marker) + 1
@@ -51,7 +59,7 @@ def write_readme(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    if "--readme" in sys.argv:
-        write_readme(Path(__file__).resolve().parent.parent / "README.md")
+    if "--docs" in sys.argv:
+        write_table(DOCS_PAGE)
     else:
         print(markdown())

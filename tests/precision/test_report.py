@@ -1,7 +1,7 @@
 """``python -m ascendflow.precision`` end to end: two real vLLM engines (eager, 256 MiB KV) one after the other.
 
-Reduced prompt set for test time (4 prompts × 16 tokens; the README's figures use the full 16 × 32): about
-2 minutes per report on 2 cores.
+Reduced prompt set for test time (4 prompts × 16 tokens; the figures in docs/w8a8_precision.md use the full
+16 × 32): about 2 minutes per report on 2 cores.
 """
 
 from __future__ import annotations

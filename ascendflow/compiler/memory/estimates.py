@@ -1,7 +1,7 @@
 """Which plan figures are estimates rather than rules read from the engine's source, with their measured error.
 
 Every label states what the figure rests on and the error measured against public engine logs (or that none could be
-measured yet). ``plan.estimates`` carries them; README "Engine model per release" lists them.
+measured yet). ``plan.estimates`` carries them; docs/engine_rules.md "Estimates" lists them.
 """
 
 from __future__ import annotations
