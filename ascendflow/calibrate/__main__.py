@@ -22,6 +22,7 @@ from rich.table import Table
 
 from ascendflow import console
 from ascendflow.calibrate.compare import Calibration, Row, calibrate
+from ascendflow.calibrate.consistency import deployment_differences
 from ascendflow.calibrate.record import Target, plan_from_run, plan_target, record, run_target, store_uri, write_json
 from ascendflow.runner.engine_facts import EngineLogFacts, parse_engine_facts
 from ascendflow.schema.errors import ConfigError
@@ -52,9 +53,18 @@ def read_log(path: Path) -> EngineLogFacts:
 def read_plan(path: Path) -> dict[str, Any]:
     """Load ``plan.json``.
 
+    Args:
+        path: a ``plan.json``, or a run directory holding one.
+
     Raises:
-        ConfigError: missing, not JSON, or without the plan's sections (:data:`PLAN_KEYS`).
+        ConfigError: missing, a directory without ``plan.json``, not JSON, or without the plan's sections
+            (:data:`PLAN_KEYS`).
     """
+    if path.is_dir():
+        if not (path / "plan.json").is_file():
+            raise ConfigError("--plan", str(path), "is a directory without plan.json; give a run directory (outputs/"
+                                                   "runs/<date>/<time>) or its plan.json")
+        path = path / "plan.json"
     try:
         plan = json.loads(path.read_text())
     except FileNotFoundError:
@@ -114,16 +124,28 @@ def print_table(calibration: Calibration, title: str) -> None:
 
 
 def _resolve(args: argparse.Namespace) -> tuple[EngineLogFacts, dict[str, Any] | None, Target | None]:
-    """Every input checked before anything is written."""
+    """Every input checked before anything is written: the log, the plan (a file, a run directory or a run's
+    artifact) and that the log is of the plan's deployment (:func:`deployment_differences`)."""
     facts = read_log(args.engine_log)
     plan = read_plan(args.plan) if args.plan else None
     target = None
     if args.run:
         target = run_target(store_uri(args.tracking_uri), args.run)
         plan = plan_from_run(target.run)
+        if plan is None:
+            parent = " (a sweep's parent run: give the run id of one of its jobs)" if target.run.client.search_runs(
+                [target.run.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{args.run}'",
+                max_results=1) else ""
+            raise ConfigError("--run", args.run, f"that run has no plan.json{parent}; give the run of a job that "
+                                                 "compiled a plan, or --plan plan.json")
     elif plan is not None:
-        target = plan_target(store_uri(args.tracking_uri), str(plan["plan_hash"]),
-                             run_dir=str(Path(args.plan).resolve().parent))
+        plan_dir = args.plan if args.plan.is_dir() else args.plan.parent
+        target = plan_target(store_uri(args.tracking_uri), str(plan["plan_hash"]), run_dir=str(plan_dir.resolve()))
+    if plan is not None and (differences := deployment_differences(plan, facts)):
+        raise ConfigError("ENGINE_LOG", str(args.engine_log),
+                          f"is the log of another deployment than plan {plan.get('plan_hash')}: "
+                          f"{'; '.join(differences)}; give the engine log of this plan's run, or compile the plan of "
+                          "the logged deployment (python -m ascendflow run.mode=plan with those values)")
     return facts, plan, target
 
 
