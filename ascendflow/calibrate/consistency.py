@@ -40,7 +40,7 @@ def deployment_differences(plan: Mapping[str, Any], facts: EngineLogFacts) -> li
     model = plan.get("model") or {}
     dep = facts.deployment
     out: list[str] = []
-    log_model = [dep[k] for k in ("model", "served_model_name") if k in dep]
+    log_model = [dep[k] for k in ("served_model_name", "model") if k in dep]
     plan_model = [args.get("model"), args.get("served_model_name"), model.get("id"), model.get("name")]
     if log_model and _names(*plan_model) and not _names(*log_model) & _names(*plan_model):
         out.append(f"model {log_model[0]!r} in the log, {args.get('served_model_name') or model.get('id')!r} in the "
