@@ -306,22 +306,20 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         # pool less the null block; the engine then names its binary-searched estimate of the longest context.
         estimate = (f"vLLM's estimated maximum model length is {kv.estimated_max_model_len}"
                     if kv.estimated_max_model_len else "not even 1 token fits")
-        fixes = _fixes(spec, context_len=True)
-        if explicit_kv is not None:
+        if explicit_kv is not None and explicit_kv < 2 * kv.bytes_per_block:
+            # Not one block after the null block: the budget itself is the error; name the smallest that serves.
             key = ("engine.kv_cache_memory_bytes" if eng.kv_cache_memory_bytes
                    else "hardware.default_kv_cache_memory_bytes")
             minimum = kv.needed_bytes + kv.bytes_per_block  # one request plus vLLM's null block
-            fixes = fixes.replace(f"raise {key.replace('hardware.default_', 'engine.')}", f"raise {key} to {minimum}")
-            if explicit_kv < 2 * kv.bytes_per_block:  # not one block after the null block: the budget is the error
-                raise ConfigError(key, explicit_kv,
-                                  f"is below two KV blocks of {kv.bytes_per_block} B (vLLM keeps one back as the "
-                                  f"null block); one request of max_model_len={max_model_len} needs {minimum} B; "
-                                  f"set {key} to {minimum} or more")
+            raise ConfigError(key, explicit_kv,
+                              f"is below two KV blocks of {kv.bytes_per_block} B (vLLM keeps one back as the null "
+                              f"block); one request of max_model_len={max_model_len} needs {minimum} B; set {key} to "
+                              f"{minimum} or more")
         raise ConfigError(
             "engine.max_model_len", max_model_len,
             f"needs {kv.needed_bytes} KV bytes per device for one request ({kv.blocks_per_request} blocks × "
             f"{kv.bytes_per_block} B) but the plan has {max(0, memory.kv_cache_bytes - kv.bytes_per_block)} after the "
-            f"null block; {estimate}; fixes: {fixes}")
+            f"null block; {estimate}; fixes: {_fixes(spec, context_len=True)}")
     if kv.max_concurrency < max_num_seqs:
         warnings.append(f"KV cache holds {kv.max_concurrency:.1f} requests of max_model_len={max_model_len} tokens, "
                         f"fewer than max_num_seqs={max_num_seqs}: long requests will queue or be preempted")

