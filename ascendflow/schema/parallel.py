@@ -36,9 +36,11 @@ class ParallelSpec(Spec):
         data_parallel_size: DP degree (replicas).
         enable_expert_parallel: shard MoE experts over TP × DP instead of TP.
         nodes: number of nodes the deployment spans.
-        node_addresses: IP address of each node (node 0 first): node 0's is ``--data-parallel-address`` and
-            ``HCCL_IF_IP`` per node. Empty: launch scripts require ``ASCENDFLOW_NODE<k>_IP`` at launch time.
-        nic_name: network interface used by HCCL/GLOO/TP sockets on every node (``GLOO_SOCKET_IFNAME``...). ``None``:
+        node_addresses: IP address of each node (node 0 first; IPv4 or IPv6, distinct): node 0's is
+            ``--data-parallel-address`` and ``HCCL_IF_IP`` per node. Empty: launch scripts require
+            ``ASCENDFLOW_NODE<k>_IP`` at launch time.
+        nic_name: network interface used by HCCL/GLOO/TP sockets on every node (``GLOO_SOCKET_IFNAME``...; a Linux
+            interface name, :data:`NIC_NAME`). ``None``:
             launch scripts require ``ASCENDFLOW_NIC`` at launch time.
         data_parallel_rpc_port: vLLM ``--data-parallel-rpc-port`` on node 0.
         distributed_executor_backend: how one DP rank that spans nodes (TP × PP > devices per node) is launched
