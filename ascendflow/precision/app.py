@@ -74,15 +74,15 @@ def _reference_dir(prec: dict[str, Any], candidate_dir: str, candidate_quant: st
 
 
 #: Engine arguments that decide what is computed: equal in both engines means candidate = reference.
-SAME_COMPUTATION = ("model", "dtype", "quantization", "kv_cache_dtype")
+SAME_COMPUTATION = ("model", "dtype", "quantization", "kv_cache_dtype", "enforce_eager", "compilation_config")
 
 
 def same_engine(reference: dict[str, Any], candidate: dict[str, Any]) -> bool:
     """True when both engines run the same weights the same way (:data:`SAME_COMPUTATION`, model paths resolved):
     the report then compares a model with itself and every metric is perfect by construction."""
     def key(llm: dict[str, Any]) -> tuple:
-        return tuple(str(Path(llm[k]).resolve()) if k == "model" and llm.get(k) else llm.get(k)
-                     for k in SAME_COMPUTATION)
+        return tuple(str(Path(llm[k]).resolve()) if k == "model" and llm.get(k) else
+                     bool(llm.get(k)) if k == "enforce_eager" else llm.get(k) for k in SAME_COMPUTATION)
     return key(reference) == key(candidate)
 
 
@@ -153,9 +153,9 @@ def _measure(spec, prec: dict[str, Any], run_dir: Path, say) -> dict[str, Any]:
     report["reference"], report["candidate"] = reference, candidate
     report["reference_choice"] = ref_choice
     if same_engine(reference, candidate):
-        report["note"] = (f"candidate equals reference ({Path(ref_dir).name}, {ref_dtype}, no quantization): every "
-                          "metric is perfect by construction; compare another build with quantization=..., "
-                          "engine.dtype=... or precision.reference.model=...")
+        report["note"] = (f"candidate equals reference ({Path(ref_dir).name}, {ref_dtype}, no quantization, same "
+                          "graph mode): every metric is perfect by construction; compare another build with "
+                          "quantization=..., engine.dtype=..., graph=... or precision.reference.model=...")
     report["text_tokens"] = sum(len(t) for t in texts)
     report["greedy_text"] = {"reference": [ref_tok.decode(g, skip_special_tokens=True) for g in ref["greedy"]],
                              "candidate": [cand_tok.decode(g, skip_special_tokens=True) for g in cand["greedy"]]}

@@ -58,8 +58,8 @@ def test_bf16_against_itself_agrees_exactly(tmp_path: Path, mlflow_uri: str) -> 
     names = sorted(a.path for a in client.list_artifacts(run.info.run_id))
     assert {"precision_report.json", "dlogprob_hist.png"} <= set(names)
     # Issue 20 row 12f: the README's command compares bf16 with itself; the report says so, and names the run.
-    assert r["note"].startswith("candidate equals reference (SmolLM2-135M-Instruct-bf16, bfloat16, no quantization): "
-                                "every metric is perfect by construction")
+    assert r["note"].startswith("candidate equals reference (SmolLM2-135M-Instruct-bf16, bfloat16, no quantization, "
+                                "same graph mode): every metric is perfect by construction")
     assert run.data.tags["precision.note"] == r["note"]
     assert "warning: candidate equals reference" in proc.stdout
     assert f"MLflow run {run.info.run_id} (experiment {run.info.experiment_id}); see it with:" in proc.stdout
