@@ -36,7 +36,7 @@ class ParallelSpec(Spec):
         data_parallel_size: DP degree (replicas).
         enable_expert_parallel: shard MoE experts over TP × DP instead of TP.
         nodes: number of nodes the deployment spans.
-        node_addresses: IP address of each node (node 0 first; IPv4 or IPv6, distinct): node 0's is
+        node_addresses: IP address of each node (node 0 first; IPv4 or IPv6, distinct unless loopback): node 0's is
             ``--data-parallel-address`` and ``HCCL_IF_IP`` per node. Empty: launch scripts require
             ``ASCENDFLOW_NODE<k>_IP`` at launch time.
         nic_name: network interface used by HCCL/GLOO/TP sockets on every node (``GLOO_SOCKET_IFNAME``...; a Linux
@@ -67,7 +67,8 @@ class ParallelSpec(Spec):
     @field_validator("node_addresses")
     @classmethod
     def _distinct_nodes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        repeated = sorted({a for a in value if value.count(a) > 1})
+        # Loopback repeats are one host standing in for every node (a rehearsal: ascendflow/rehearsal/scale.py).
+        repeated = sorted({a for a in value if value.count(a) > 1 and not ipaddress.ip_address(a).is_loopback})
         if repeated:
             raise ValueError(f"names {', '.join(repeated)} more than once; give one distinct IP per node (node 0 "
                              "first)")
