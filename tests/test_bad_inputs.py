@@ -22,8 +22,8 @@ CASES = [
                                               "+ascend.env.HF_TOKEN=... adds it"]),
     (["engine.max_num_seqs=-3"], ["error: engine.max_num_seqs=-3: Input should be greater than or equal to 1; set "
                                   "engine.max_num_seqs to 1 or more"]),
-    (["parallel.tensor_parallel_size=2"], ["parallel.tensor_parallel_size=2",
-                                           "must divide the model's num_attention_heads (9)"]),
+    (["parallel.tensor_parallel_size=2"], ["parallel.tensor_parallel_size=2",  # issue 20 row 12e: only TPs that fit
+                                           "must divide the model's num_attention_heads (9); valid: [1]"]),
     (["parallel.tensor_parallel_size=3"], ["parallel.tensor_parallel_size=3", "3 devices",
                                            "hardware=cpu", "has 1"]),
     (["engine.gpu_memory_utilization=1.5"], ["engine.gpu_memory_utilization=1.5", "less than or equal to 1"]),
@@ -118,6 +118,29 @@ CASES = [
      ["torchair_graph_config.enabled=True", "cannot run with eager mode", "use graph=compiled"]),
     (["+recipe=qwen3_32b_w8a8", "hardware.software=vllm-ascend-0.19.0"],
      ["hardware.software='vllm-ascend-0.19.0'", "not a row of the version matrix"]),
+    # Issue 20 row 12e: compiled into HCCL_IF_IP='foo' / an unusable socket interface before, failing on the nodes.
+    (["+recipe=deepseek_r1", "parallel.node_addresses=[foo,bar]"],
+     ["error: parallel.node_addresses.0='foo': Value error, is not an IPv4 or IPv6 address (HCCL_IF_IP on each node "
+      "needs the node's IP, not a host name); give each node's IP, e.g. parallel.node_addresses=[10.0.0.1,10.0.0.2]"]),
+    (["+recipe=deepseek_r1", "parallel.node_addresses=[10.0.0.1,10.0.0.1]"],
+     ["error: parallel.node_addresses=['10.0.0.1', '10.0.0.1']: Value error, names 10.0.0.1 more than once; give one "
+      "distinct IP per node (node 0 first)"]),
+    (["+recipe=deepseek_r1", "parallel.nic_name='eth0;x'"],
+     ["error: parallel.nic_name='eth0;x': Value error, is not a network interface name (1-15 letters, digits, '_', "
+      "'-', '.', as `ip link` lists them)"]),
+    # Issue 20 row 12i: fixes that could not be right before ("use gpu_memory_utilization<=-0.52"; "raise TP /
+    # quantize" for a 1 GiB model on a 61 GiB device; "-2949119 bytes after the null block").
+    (["+recipe=qwen3_32b_w8a8", "hardware.occupied_bytes=70000000000"],
+     ["error: hardware.occupied_bytes=70000000000: is more than the device holds: 61.28 GiB less the runtime reserve "
+      "0.44 GiB leaves 60.83 GiB; give the bytes other processes hold on one device (npu-smi info), below "
+      "65319476736"]),
+    (["+recipe=qwen3_0_6b", "engine.gpu_memory_utilization=0.0001"],
+     ["error: engine.gpu_memory_utilization=0.0001: leaves a negative KV budget", "= -1.67 GiB; fixes: raise "
+      "engine.gpu_memory_utilization to 0.05 or more (the weights fit the device)"]),
+    (["engine.kv_cache_memory_bytes=1"],
+     ["error: engine.kv_cache_memory_bytes=1: is below two KV blocks of 2949120 B (vLLM keeps one back as the null "
+      "block); one request of max_model_len=2048 needs 50135040 B; set engine.kv_cache_memory_bytes to 50135040 or "
+      "more"]),
     (["run.mode=capacity", "slo.measure_top=2"],
      ["error: slo.measure_top=2: prunes the configs of a capacity sweep before they run, and this is a single run; "
       "run a sweep (-m +sweep=capacity engine.max_num_seqs=8,16,32 ...) or drop slo.measure_top"]),
@@ -150,3 +173,47 @@ def test_malformed_config_json_is_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"error: model.path='{model}': config.json is not valid JSON")
     assert "Traceback" not in proc.stderr
+
+
+#: SmolLM2-135M's config.json fields that matter to the plan (the model's own values).
+_SMOLLM2_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 576,
+                   "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
+                   "num_key_value_heads": 3, "vocab_size": 49152, "max_position_embeddings": 8192,
+                   "rms_norm_eps": 1e-05, "tie_word_embeddings": True, "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize("files,missing", [((), "no weights and no tokenizer"),
+                                           (("pytorch_model.bin",), "no tokenizer")])
+def test_a_model_directory_without_weights_or_tokenizer_is_refused_before_the_engine(files, missing, tmp_path):
+    # Issue 20 row 12c: the engine started, failed after 15 s, and 14 traceback lines followed the error line.
+    import json
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(_SMOLLM2_CONFIG))
+    for name in files:
+        (model / name).write_bytes(b"")
+    proc = run_ascendflow(["model=local", f"model.path={model}", "run.mode=serve", "tracking=none"], cwd=tmp_path,
+                          timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: model.path='{model}': {missing} in the directory (weights: *.safetensors, *.bin, *.pt; tokenizer: "
+        "tokenizer.json, tokenizer.model, spiece.model, vocab.json, vocab.txt, *.tiktoken); copy the whole model "
+        "repository there, or use run.mode=plan, which reads config.json only"]
+    assert not list(tmp_path.glob("outputs/runs/*/*/engine.log"))
+    assert not list(tmp_path.glob("outputs/runs/*/*/plan.json"))
+
+
+def test_an_unreadable_safetensors_file_is_one_line(tmp_path):
+    import json
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(_SMOLLM2_CONFIG))
+    (model / "model.safetensors").write_bytes(b"")  # an interrupted copy (found with issue 20 row 12c)
+    proc = run_ascendflow(["model=local", f"model.path={model}", "run.mode=plan", "tracking=none"], cwd=tmp_path,
+                          timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: model.path='{model}': model.safetensors is not a readable safetensors file (error: unpack requires a "
+        "buffer of 8 bytes); copy it again"]

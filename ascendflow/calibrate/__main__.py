@@ -1,10 +1,11 @@
-"""``python -m ascendflow.calibrate ENGINE_LOG [--run RUN_ID | --plan plan.json] [--tracking-uri URI]``.
+"""``python -m ascendflow.calibrate ENGINE_LOG [--run RUN_ID | --plan plan.json|RUN_DIR] [--tracking-uri URI]``.
 
 Reads a vLLM / vllm-ascend engine log, prints the plan beside it with the error of each item, writes
 ``outputs/calibration/<plan_hash>/calibration.json`` and records ``calib.<item>.{log,plan,error_pct}`` metrics, the log
 and ``calibration.json`` on the plan's MLflow run (``--plan``: the latest run tagged with its ``plan_hash``, else a new
 run in experiment ``calibration``; ``--run``: that run, compared with the ``plan.json`` it holds). Bad input: one
-``error:`` line and exit code 2, nothing recorded.
+``error:`` line and exit code 2, nothing recorded; a log of another deployment than the plan's (model, TP, PP, DP,
+``max_model_len``: :mod:`ascendflow.calibrate.consistency`) is bad input, and so is a ``--run`` without a plan.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rich.table import Table
 
 from ascendflow import console
 from ascendflow.calibrate.compare import Calibration, Row, calibrate
+from ascendflow.calibrate.consistency import deployment_differences
 from ascendflow.calibrate.record import Target, plan_from_run, plan_target, record, run_target, store_uri, write_json
 from ascendflow.runner.engine_facts import EngineLogFacts, parse_engine_facts
 from ascendflow.schema.errors import ConfigError
@@ -52,9 +54,18 @@ def read_log(path: Path) -> EngineLogFacts:
 def read_plan(path: Path) -> dict[str, Any]:
     """Load ``plan.json``.
 
+    Args:
+        path: a ``plan.json``, or a run directory holding one.
+
     Raises:
-        ConfigError: missing, not JSON, or without the plan's sections (:data:`PLAN_KEYS`).
+        ConfigError: missing, a directory without ``plan.json``, not JSON, or without the plan's sections
+            (:data:`PLAN_KEYS`).
     """
+    if path.is_dir():
+        if not (path / "plan.json").is_file():
+            raise ConfigError("--plan", str(path), "is a directory without plan.json; give a run directory (outputs/"
+                                                   "runs/<date>/<time>) or its plan.json")
+        path = path / "plan.json"
     try:
         plan = json.loads(path.read_text())
     except FileNotFoundError:
@@ -114,16 +125,28 @@ def print_table(calibration: Calibration, title: str) -> None:
 
 
 def _resolve(args: argparse.Namespace) -> tuple[EngineLogFacts, dict[str, Any] | None, Target | None]:
-    """Every input checked before anything is written."""
+    """Every input checked before anything is written: the log, the plan (a file, a run directory or a run's
+    artifact) and that the log is of the plan's deployment (:func:`deployment_differences`)."""
     facts = read_log(args.engine_log)
     plan = read_plan(args.plan) if args.plan else None
     target = None
     if args.run:
         target = run_target(store_uri(args.tracking_uri), args.run)
         plan = plan_from_run(target.run)
-    elif plan is not None:
-        target = plan_target(store_uri(args.tracking_uri), str(plan["plan_hash"]),
-                             run_dir=str(Path(args.plan).resolve().parent))
+        if plan is None:
+            parent = " (a sweep's parent run: give the run id of one of its jobs)" if target.run.client.search_runs(
+                [target.run.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{args.run}'",
+                max_results=1) else ""
+            raise ConfigError("--run", args.run, f"that run has no plan.json{parent}; give the run of a job that "
+                                                 "compiled a plan, or --plan plan.json")
+    if plan is not None and (differences := deployment_differences(plan, facts)):
+        raise ConfigError("ENGINE_LOG", str(args.engine_log),
+                          f"is the log of another deployment than plan {plan.get('plan_hash')}: "
+                          f"{'; '.join(differences)}; give the engine log of this plan's run, or compile the plan of "
+                          "the logged deployment (python -m ascendflow run.mode=plan with those values)")
+    if plan is not None and target is None:  # --plan: the store is opened only for a consistent pair
+        plan_dir = args.plan if args.plan.is_dir() else args.plan.parent
+        target = plan_target(store_uri(args.tracking_uri), str(plan["plan_hash"]), run_dir=str(plan_dir.resolve()))
     return facts, plan, target
 
 
@@ -136,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("engine_log", type=Path, metavar="ENGINE_LOG", help="the engine's log file")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--run", help="MLflow run id to record on (its plan.json artifact is the plan)")
-    which.add_argument("--plan", type=Path, help="plan.json; recorded on the run tagged with its plan_hash")
+    which.add_argument("--plan", type=Path, help="plan.json, or the run directory holding it; recorded on the run "
+                                                 "tagged with its plan_hash")
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow store (default: $MLFLOW_TRACKING_URI or outputs/mlflow/mlflow.db)")
     args = parser.parse_args(argv)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ascendflow.compiler.checks.limits import resolve_limits
 from ascendflow.compiler.checks.startup import (check_cpu_pipeline_eager, check_quantization, check_torchair,
                                               check_w8a8_dtype, torchair_enabled)
@@ -33,12 +35,17 @@ from ascendflow.schema.spec import RunSpec
 #: Launch-time reference for the weights of a quantized plan compiled from inline architecture values.
 MODEL_PATH_REF = "${ASCENDFLOW_MODEL_PATH}"
 
-def _fixes(spec: RunSpec, *, context_len: bool, weights_exceed: bool = False) -> str:
+def _fixes(spec: RunSpec, *, context_len: bool, weights_exceed: bool = False,
+           min_utilization: float | None = None) -> str:
     """The nearest fixes for a KV shortfall; ``context_len``: the shortfall is for one ``max_model_len`` request;
-    ``weights_exceed``: the weights alone do not fit the requested memory (more utilisation cannot help)."""
+    ``weights_exceed``: the weights alone do not fit the device's free memory (more utilisation cannot help);
+    ``min_utilization``: the smallest utilisation that holds the non-KV memory and one request (named first, and
+    then the only fix, when it is within the device's free memory)."""
     hints = ["lower engine.max_model_len"] if context_len else []
     if spec.engine.kv_cache_memory_bytes or spec.hardware.default_kv_cache_memory_bytes:
         return "; ".join(hints + ["raise engine.kv_cache_memory_bytes"])
+    if min_utilization is not None and min_utilization > spec.engine.gpu_memory_utilization and not weights_exceed:
+        return f"raise engine.gpu_memory_utilization to {min_utilization} or more (the weights fit the device)"
     if spec.engine.gpu_memory_utilization < 0.95 and not weights_exceed:
         hints.append("raise engine.gpu_memory_utilization (within the start-up free-memory check)")
     hints.append("raise parallel.tensor_parallel_size or pipeline_parallel_size (or expert parallel / more nodes "
@@ -52,11 +59,22 @@ def _check_startup_memory(spec: RunSpec, rules: EngineRules, device_total: int, 
     """vLLM/vllm-ascend worker start-up check: free memory must cover ``total × gpu_memory_utilization``
     (``EngineRules.startup_free_memory_check``); free = total − runtime reserve − memory other processes hold."""
     hw, eng = spec.hardware, spec.engine
+    if hw.occupied_bytes and hw.occupied_bytes + hw.runtime_reserved_bytes >= device_total:
+        raise ConfigError("hardware.occupied_bytes", hw.occupied_bytes,
+                          f"is more than the device holds: {device_total / GIB:.2f} GiB less the runtime reserve "
+                          f"{hw.runtime_reserved_bytes / GIB:.2f} GiB leaves "
+                          f"{(device_total - hw.runtime_reserved_bytes) / GIB:.2f} GiB; give the bytes other "
+                          f"processes hold on one device (npu-smi info), below "
+                          f"{device_total - hw.runtime_reserved_bytes}")
     if not rules.startup_free_memory_check or hw.kind == "cpu":
         return
     free = device_total - hw.runtime_reserved_bytes - hw.occupied_bytes
     if free < requested:
         best = int(free / device_total * 100) / 100
+        if best < 0.01:
+            raise ConfigError("hardware.occupied_bytes", hw.occupied_bytes,
+                              f"leaves {free / GIB:.2f} of {device_total / GIB:.2f} GiB free at start, below 1 % of "
+                              f"the device ({hw.software} refuses to start); free the device's memory first")
         raise ConfigError("engine.gpu_memory_utilization", eng.gpu_memory_utilization,
                           f"requests {requested / GIB:.2f} GiB per device but only {free / GIB:.2f} of "
                           f"{device_total / GIB:.2f} GiB are free at start (runtime reserve "
@@ -271,24 +289,39 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                           f"{memory.activation_bytes / GIB:.2f} GiB exceed the device's {device_total / GIB:.2f} GiB; "
                           f"lower it")
     if memory.kv_cache_bytes <= 0:
-        weights_exceed = memory.weights_bytes >= requested
+        # Not KV: what the engine holds besides the cache; with it and one request (plus the null block) within the
+        # device's free memory, a higher utilisation is the fix (a 1 GiB model at utilisation 0.0001 on 61 GiB).
+        non_kv = requested - memory.kv_cache_bytes
+        free = device_total - hw.runtime_reserved_bytes - hw.occupied_bytes
+        need = non_kv + kv.needed_bytes + kv.bytes_per_block
+        min_utilization = math.ceil(need / device_total * 100) / 100
+        weights_exceed = need > free or min_utilization > 1
         raise ConfigError(
             "engine.gpu_memory_utilization", eng.gpu_memory_utilization,
             f"leaves a negative KV budget on the bottleneck device: requested {requested / GIB:.2f} GiB − weights "
             f"{memory.weights_bytes / GIB:.2f} − activation {memory.activation_bytes / GIB:.2f} − non-torch "
             f"{non_torch / GIB:.2f}{' − graph %.2f' % (memory.graph_bytes / GIB) if rules.graph_memory_profiled else ''}"
             f" = {memory.kv_cache_bytes / GIB:.2f} GiB; fixes: "
-            f"{_fixes(spec, context_len=False, weights_exceed=weights_exceed)}")
+            f"{_fixes(spec, context_len=False, weights_exceed=weights_exceed, min_utilization=min_utilization)}")
     if not kv.fits:
         # vLLM 0.32.0 get_kv_cache_configs / _check_enough_kv_cache_memory: one max_model_len request must fit in the
         # pool less the null block; the engine then names its binary-searched estimate of the longest context.
         estimate = (f"vLLM's estimated maximum model length is {kv.estimated_max_model_len}"
                     if kv.estimated_max_model_len else "not even 1 token fits")
+        if explicit_kv is not None and explicit_kv < 2 * kv.bytes_per_block:
+            # Not one block after the null block: the budget itself is the error; name the smallest that serves.
+            key = ("engine.kv_cache_memory_bytes" if eng.kv_cache_memory_bytes
+                   else "hardware.default_kv_cache_memory_bytes")
+            minimum = kv.needed_bytes + kv.bytes_per_block  # one request plus vLLM's null block
+            raise ConfigError(key, explicit_kv,
+                              f"is below two KV blocks of {kv.bytes_per_block} B (vLLM keeps one back as the null "
+                              f"block); one request of max_model_len={max_model_len} needs {minimum} B; set {key} to "
+                              f"{minimum} or more")
         raise ConfigError(
             "engine.max_model_len", max_model_len,
             f"needs {kv.needed_bytes} KV bytes per device for one request ({kv.blocks_per_request} blocks × "
-            f"{kv.bytes_per_block} B) but the plan has {memory.kv_cache_bytes - kv.bytes_per_block} after the null "
-            f"block; {estimate}; fixes: {_fixes(spec, context_len=True)}")
+            f"{kv.bytes_per_block} B) but the plan has {max(0, memory.kv_cache_bytes - kv.bytes_per_block)} after the "
+            f"null block; {estimate}; fixes: {_fixes(spec, context_len=True)}")
     if kv.max_concurrency < max_num_seqs:
         warnings.append(f"KV cache holds {kv.max_concurrency:.1f} requests of max_model_len={max_model_len} tokens, "
                         f"fewer than max_num_seqs={max_num_seqs}: long requests will queue or be preempted")

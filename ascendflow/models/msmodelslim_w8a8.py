@@ -49,6 +49,9 @@ from .errors import ModelNotFoundError
 from .smollm2 import MODEL_DIR_NAME as SOURCE_DIR_NAME
 from .smollm2 import ensure_smollm2
 
+#: The float source's ``conf/model`` option (recorded in the marker: the precision report's default reference).
+SOURCE_MODEL_OPTION = "smollm2_135m"
+
 #: Folder name of the quantized model inside the model cache.
 MODEL_DIR_NAME = "SmolLM2-135M-Instruct-w8a8-msmodelslim"
 
@@ -326,7 +329,10 @@ def ensure_smollm2_w8a8(cache_dir: Path | None = None, progress: Callable[[str],
             shutil.rmtree(work, ignore_errors=True)
         write_marker(
             tmp,
-            {**expected, "model_quant_type": quant_type, "msmodelslim_version": version, "quant_seconds": seconds},
+            # source_model_option: the float model's conf/model option, the precision report's default reference
+            # (ascendflow.models.checkpoint.float_source); not in `expected`, so older folders stay valid.
+            {**expected, "model_quant_type": quant_type, "msmodelslim_version": version, "quant_seconds": seconds,
+             "source_model_option": SOURCE_MODEL_OPTION},
         )
         say(f"SmolLM2-135M-Instruct {QUANT_TYPE} ready in {final} (msModelSlim {version}, {seconds} s)")
     return final

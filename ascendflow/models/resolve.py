@@ -66,6 +66,31 @@ def _read_architecture(model_dir: Path, key: str) -> ModelArchitecture:
                                                f"{err['msg']}") from None
 
 
+#: Weight files vLLM's default loader reads from a directory (vllm/model_executor/model_loader/default_loader.py
+#: ``_prepare_weights``: ``*.safetensors``, else ``*.bin``, else ``*.pt``).
+WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.pt")
+#: Tokenizer files ``AutoTokenizer.from_pretrained`` can build a tokenizer from (fast ``tokenizer.json``, or the slow
+#: tokenizers' vocabularies: SentencePiece ``tokenizer.model``/``spiece.model``, BPE ``vocab.json``, WordPiece
+#: ``vocab.txt``, tiktoken files).
+TOKENIZER_GLOBS = ("tokenizer.json", "tokenizer.model", "spiece.model", "vocab.json", "vocab.txt", "*.tiktoken")
+
+
+def check_loadable(model_dir: Path, key: str) -> None:
+    """Refuse, before any process starts, a model directory the engine cannot load: no weight files or no tokenizer
+    (a directory holding only ``config.json`` started vLLM, which failed 15 s later with a traceback).
+
+    Raises:
+        ConfigError: what is missing, naming the files looked for.
+    """
+    missing = [what for what, globs in (("no weights", WEIGHT_GLOBS), ("no tokenizer", TOKENIZER_GLOBS))
+               if not any(next(model_dir.glob(g), None) for g in globs)]
+    if missing:
+        raise ConfigError(key, str(model_dir), f"{' and '.join(missing)} in the directory (weights: "
+                                               f"{', '.join(WEIGHT_GLOBS)}; tokenizer: {', '.join(TOKENIZER_GLOBS)}); "
+                                               "copy the whole model repository there, or use run.mode=plan, which "
+                                               "reads config.json only")
+
+
 def resolve_model(model: ModelSpec, *, need_weights: bool,
                   progress: Callable[[str], None] | None = None) -> ResolvedModel:
     """Locate (or build once, for the embedded models) the model and read its architecture.
@@ -103,11 +128,17 @@ def resolve_model(model: ModelSpec, *, need_weights: bool,
         path = Path(model.path).expanduser().resolve()
         if not path.is_dir():
             raise ConfigError("model.path", model.path, f"directory not found ({path})")
-        return _local(path, "model.path")
+        resolved = _local(path, "model.path")
+        if need_weights:
+            check_loadable(path, "model.path")
+        return resolved
     # source == "hub": never downloaded; a local snapshot or an explicit path wins over inline values.
     local = Path(model.path).expanduser().resolve() if model.path else _find_in_hub_cache(model.id)
     if local is not None and (local / "config.json").is_file():
-        return _local(local, "model.path")
+        resolved = _local(local, "model.path")
+        if need_weights:
+            check_loadable(local, "model.path" if model.path else "model.id")
+        return resolved
     if not need_weights and model.architecture is not None:
         return ResolvedModel(None, ModelArchitecture.from_hf_config(model.architecture))
     looked = ", ".join(str(p) for p in ([Path(model.path)] if model.path else hub_cache_dirs(model.id)))

@@ -117,7 +117,18 @@ def predicted_capacity(plan: Mapping[str, Any], workload: WorkloadSpec, slo: Slo
 def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: WorkloadSpec, slo: SloSpec | None,
             table: Mapping[str, Any] | None, chat_lengths: Sequence[tuple[int, int]] | None = None,
             measured_error: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The plan's ``performance`` section: predicted metrics, capacity at the SLO, and their labels."""
+    """The plan's ``performance`` section: predicted metrics, capacity at the SLO, and their labels.
+
+    Plans with data or pipeline parallelism are ``not predicted``: the step model times one TP replica's forward
+    pass, so DP2 and PP2 would get DP1/PP1's figures (and a capacity sweep would rank them equal); without
+    ``predicted`` figures they carry no ``predicted_*`` metrics, and ``slo.measure_top`` measures them as
+    unpredicted (:func:`ascendflow.capacity.pruning.decide`).
+    """
+    args = plan.get("engine_args") or {}
+    unmodelled = [f"{k}={args[k]}" for k in ("data_parallel_size", "pipeline_parallel_size") if (args.get(k) or 1) > 1]
+    if unmodelled:
+        return {"status": "not predicted",
+                "reason": f"DP/PP not modelled ({', '.join(unmodelled)}): the step model times one TP replica"}
     step, source = step_model(plan, hardware, table)
     if step is None:
         return {"status": "not predicted", "reason": source}

@@ -37,31 +37,53 @@ def _checkpoint_dtype(model_dir: str) -> str:
     return str(config.get("dtype") or config.get("torch_dtype") or "bfloat16")
 
 
-def _reference_dir(prec: dict[str, Any], candidate_dir: str, candidate_quant: str | None) -> str:
-    """Directory of the reference model: ``precision.reference.model`` (conf/model option or directory) or the
-    candidate's own (refused for an msModelSlim candidate: its int8 weights have no float dtype to run in).
+def _reference_dir(prec: dict[str, Any], candidate_dir: str, candidate_quant: str | None) -> tuple[str, str]:
+    """Directory of the reference model and how it was chosen: ``precision.reference.model`` (conf/model option or
+    directory); for a quantized checkpoint ascendflow built, the float model it was quantized from
+    (:func:`ascendflow.models.checkpoint.float_source`); else the candidate's own (refused for any other msModelSlim
+    candidate: its int8 weights have no float dtype to run in).
 
     Raises:
-        ConfigError: the option names no model here, or the candidate is quantized and no reference is given.
+        ConfigError: the option names no model here, or the candidate is quantized, was not built by ascendflow and no
+            reference is given.
     """
+    from ascendflow.models.checkpoint import float_source
     from ascendflow.models.resolve import resolve_model
     from ascendflow.schema.model import ModelSpec
 
     name = prec["reference"]["model"]
     if name is None:
         if candidate_quant:
-            raise ConfigError("precision.reference.model", None, f"the candidate is an msModelSlim {candidate_quant} "
-                                                                 f"checkpoint; name its float model, e.g. "
-                                                                 f"precision.reference.model=smollm2_135m")
-        return candidate_dir
+            source = float_source(Path(candidate_dir))
+            if source is None:
+                raise ConfigError("precision.reference.model", None, f"the candidate is an msModelSlim "
+                                                                     f"{candidate_quant} checkpoint; name its float "
+                                                                     f"model, e.g. precision.reference.model="
+                                                                     f"smollm2_135m")
+            return str(source[0]), (f"{source[1]}: the float model this checkpoint was quantized from (recorded when "
+                                    f"ascendflow built it; precision.reference.model chooses another)")
+        return candidate_dir, "the candidate's own model (precision.reference.model not set)"
     option = Path(__file__).resolve().parents[2] / "conf" / "model" / f"{name}.yaml"
     if option.is_file():
         spec = ModelSpec.model_validate(OmegaConf.to_container(OmegaConf.load(option), resolve=True))
-        return str(resolve_model(spec, need_weights=True).path)
+        return str(resolve_model(spec, need_weights=True).path), f"{name} (precision.reference.model)"
     if (Path(name) / "config.json").is_file():
-        return str(Path(name).resolve())
+        return str(Path(name).resolve()), f"{name} (precision.reference.model)"
     raise ConfigError("precision.reference.model", name, "is neither a conf/model option nor a model directory; "
                                                          "use e.g. precision.reference.model=smollm2_135m")
+
+
+#: Engine arguments that decide what is computed: equal in both engines means candidate = reference.
+SAME_COMPUTATION = ("model", "dtype", "quantization", "kv_cache_dtype", "enforce_eager", "compilation_config")
+
+
+def same_engine(reference: dict[str, Any], candidate: dict[str, Any]) -> bool:
+    """True when both engines run the same weights the same way (:data:`SAME_COMPUTATION`, model paths resolved):
+    the report then compares a model with itself and every metric is perfect by construction."""
+    def key(llm: dict[str, Any]) -> tuple:
+        return tuple(str(Path(llm[k]).resolve()) if k == "model" and llm.get(k) else
+                     bool(llm.get(k)) if k == "enforce_eager" else llm.get(k) for k in SAME_COMPUTATION)
+    return key(reference) == key(candidate)
 
 
 def _llm_kwargs(base: dict[str, Any], prec: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +133,7 @@ def _measure(spec, prec: dict[str, Any], run_dir: Path, say) -> dict[str, Any]:
     plan = compile_plan(spec, model.architecture, model_path=model.path, host_memory_bytes=cpu_node_memory_bytes()
                         if spec.hardware.kind == "cpu" else None, host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
     quant = model.checkpoint.quant_type if model.checkpoint else None
-    ref_dir = _reference_dir(prec, model.path, quant)
+    ref_dir, ref_choice = _reference_dir(prec, model.path, quant)
     ref_dtype = prec["reference"]["dtype"] or _checkpoint_dtype(ref_dir)
     candidate = _llm_kwargs(plan.engine_args, prec)
     reference = _llm_kwargs({"model": ref_dir, "dtype": ref_dtype, "enforce_eager": prec["reference"]["enforce_eager"],
@@ -129,6 +151,11 @@ def _measure(spec, prec: dict[str, Any], run_dir: Path, say) -> dict[str, Any]:
     cand = _run_worker("candidate", {**job, "llm": candidate, "teacher": ref["teacher"]}, run_dir)
     report = compare(ref, cand, [len(p) for p in prompts])
     report["reference"], report["candidate"] = reference, candidate
+    report["reference_choice"] = ref_choice
+    if same_engine(reference, candidate):
+        report["note"] = (f"candidate equals reference ({Path(ref_dir).name}, {ref_dtype}, no quantization, same "
+                          "graph mode): every metric is perfect by construction; compare another build with "
+                          "quantization=..., engine.dtype=..., graph=... or precision.reference.model=...")
     report["text_tokens"] = sum(len(t) for t in texts)
     report["greedy_text"] = {"reference": [ref_tok.decode(g, skip_special_tokens=True) for g in ref["greedy"]],
                              "candidate": [cand_tok.decode(g, skip_special_tokens=True) for g in cand["greedy"]]}
@@ -166,9 +193,16 @@ def run_report(cfg: DictConfig) -> None:
         dlogprob_histogram(report["dlogprob"], f"{spec.model.name}: candidate vs reference "
                                                f"({report['scored_tokens']} tokens)", run_dir / "dlogprob_hist.png")
         tracked.log_metrics({k: report[k] for k in SUMMARY_KEYS if report[k] is not None})
+        tracked.set_tags({"precision.reference": report["reference_choice"][:500],
+                          **({"precision.note": report["note"][:500]} if "note" in report else {})})
+        footer = [f"reference: {report['reference_choice']}", f"report: {run_dir / 'precision_report.json'}"]
+        if tracked.ui_command():  # as the main command's footer (ascendflow/app.py)
+            footer += [f"MLflow run {tracked.run_id} (experiment {tracked.experiment_id}); see it with:",
+                       f"  {tracked.ui_command()}"]
         console.summary("ascendflow · precision", {k: f"{report[k]:.4g}" if isinstance(report[k], float)
-                                                   else str(report[k]) for k in SUMMARY_KEYS},
-                        [f"report: {run_dir / 'precision_report.json'}"])
+                                                   else str(report[k]) for k in SUMMARY_KEYS}, footer)
+        if "note" in report:
+            console.warn_lines([report["note"]])
         if failed:
             raise PrecisionFailedError("precision thresholds breached: " + "; ".join(failed))
         tracked.end("FINISHED", run_dir)

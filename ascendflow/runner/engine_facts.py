@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ascendflow.runner.log_formats import INT_FACTS, LOG_FORMATS, TEXT_FACTS
+from ascendflow.runner.log_formats import DEPLOYMENT_FIELDS, INT_FACTS, LOG_FORMATS, RANK_INDEX, TEXT_FACTS
 
 GIB = 1 << 30
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -105,6 +105,11 @@ class EngineLogFacts:
     capture_sizes_format: str | None = None
     capture_cases: list[dict[str, Any]] = field(default_factory=list)
     formats_seen: list[str] = field(default_factory=list)
+    #: The engine-config line's deployment fields (:data:`~ascendflow.runner.log_formats.DEPLOYMENT_FIELDS`): text for
+    #: ``model``/``served_model_name``, int for the sizes and ``max_model_len``; first line wins.
+    deployment: dict[str, Any] = field(default_factory=dict)
+    #: Smallest parallel size each process prefix implies: ``{"data_parallel_size": 2}`` after ``EngineCore_DP1``.
+    min_sizes: dict[str, int] = field(default_factory=dict)
 
     def value(self, item: str) -> float | None:
         """The item's value, or ``None`` when the log does not have it."""
@@ -114,7 +119,8 @@ class EngineLogFacts:
         """Plain-data form for ``calibration.json``."""
         return {"items": {k: vars(v) for k, v in self.items.items()}, "text": self.text,
                 "capture_sizes": self.capture_sizes, "capture_sizes_format": self.capture_sizes_format,
-                "capture_cases": self.capture_cases, "formats_seen": self.formats_seen}
+                "capture_cases": self.capture_cases, "formats_seen": self.formats_seen,
+                "deployment": self.deployment, "min_sizes": self.min_sizes}
 
 
 def _resolution(raw: str, scale: int) -> float:
@@ -140,6 +146,25 @@ def _matches(text: str) -> list[tuple[str, str, dict[str, str]]]:
     return found
 
 
+_SIZE_NAMES = {"DP": "data_parallel_size", "TP": "tensor_parallel_size", "PP": "pipeline_parallel_size"}
+
+
+def _deployment(text: str, facts: EngineLogFacts) -> None:
+    """Fill ``facts.deployment`` from the first engine-config line and ``facts.min_sizes`` from every rank prefix."""
+    for raw in text.splitlines():
+        line = _ANSI.sub("", raw)
+        if (m := _RANK.match(line)) is not None:
+            for hit in RANK_INDEX.finditer(m.group("rank")):
+                name = _SIZE_NAMES[hit.group("dim")]
+                facts.min_sizes[name] = max(facts.min_sizes.get(name, 1), int(hit.group("index")) + 1)
+        if not facts.deployment and "with config: model=" in line:
+            for name, pattern in DEPLOYMENT_FIELDS.items():
+                if (hit := pattern.search(line)) is not None:
+                    value = hit.group("v")
+                    facts.deployment[name] = int(value) if value.isdigit() and name not in (
+                        "model", "served_model_name") else value
+
+
 def _number(raw: str, scale: int, whole: bool) -> float:
     value = float(raw.replace(",", "")) * scale
     return int(round(value)) if whole else value
@@ -160,6 +185,7 @@ def parse_engine_facts(text: str) -> EngineLogFacts:
     """
     matches = _matches(text)
     facts = EngineLogFacts(formats_seen=sorted({fid for fid, _, _ in matches}))
+    _deployment(text, facts)
     by_format: dict[str, list[tuple[str, dict[str, str]]]] = {}
     for fid, rank, groups in matches:
         by_format.setdefault(fid, []).append((rank, groups))

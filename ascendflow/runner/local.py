@@ -272,7 +272,7 @@ def run_offline(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
         "engine": <facts from the log>}``.
 
     Raises:
-        EngineStartError: the child failed (the message ends with its log's last lines).
+        EngineStartError: the child failed (one line: the cause found in its log, and the log's path).
     """
     requests_path = run_dir / "workload" / "offline_requests.json"
     requests_path.parent.mkdir(parents=True, exist_ok=True)

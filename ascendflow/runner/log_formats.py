@@ -181,3 +181,20 @@ INT_FACTS = {"kv_cache_tokens", "max_model_len", "kv_cache_bytes", "device_total
              "computed_num_blocks", "capture_sizes_before", "capture_sizes_after", "graph_capture_s"}
 #: Facts that are text.
 TEXT_FACTS = {"kv_cache_pool", "vllm_version", "capture_mode", "uniform_decode"}
+
+#: What deployment an engine log is from: fields of the engine-config line ``Initializing a V1 LLM engine (v%s) with
+#: config: %s`` (vllm/v1/engine/core.py EngineCore.__init__, logging ``VllmConfig.__str__``: ``model=%r, …,
+#: max_seq_len=%d, …, tensor_parallel_size=%d, pipeline_parallel_size=%d, data_parallel_size=%d, …,
+#: served_model_name=%s``, vLLM 0.11.0 … 0.32.0; every vllm-ascend release logs it through vLLM's EngineCore).
+DEPLOYMENT_FIELDS: dict[str, re.Pattern[str]] = {
+    "model": re.compile(r"with config: model=['\"](?P<v>[^'\"]+)['\"]"),
+    "served_model_name": re.compile(r"[,\s]served_model_name=(?P<v>[^,\s]+)"),
+    "max_model_len": re.compile(r"[,\s]max_seq_len=(?P<v>\d+)"),
+    "tensor_parallel_size": re.compile(r"[,\s]tensor_parallel_size=(?P<v>\d+)"),
+    "pipeline_parallel_size": re.compile(r"[,\s]pipeline_parallel_size=(?P<v>\d+)"),
+    "data_parallel_size": re.compile(r"[,\s]data_parallel_size=(?P<v>\d+)"),
+}
+#: Parallel ranks in a process prefix (``(EngineCore_DP1 pid=7)``, ``(Worker_DP0_TP7_EP7 pid=9)``,
+#: ``(Worker_PP1_TP0 pid=3)``: vllm/v1/executor/multiproc_executor.py and v1/engine/core.py process names): a rank
+#: index ``n`` means the size is at least ``n + 1``.
+RANK_INDEX = re.compile(r"(?:^|_)(?P<dim>DP|TP|PP)(?P<index>\d+)(?=_|$)")

@@ -83,12 +83,11 @@ def engine_down(server: ManagedProcess, health_url: str) -> str | None:
 
 
 def engine_failure(summary: str, log_path: Path) -> str:
-    """One line: ``summary``, the cause found in the engine log, and where the log is; then the log's tail."""
+    """One line: ``summary``, the cause found in the engine log (else the log's last line), and where the log is;
+    the traceback stays in the log (one error line on the terminal, in ``error.txt`` and the MLflow tag)."""
     text = log_path.read_text(errors="replace") if log_path.exists() else ""
-    cause = failure_cause(text)
-    head = f"{summary}: {cause} (log: {log_path})" if cause else f"{summary} (log: {log_path})"
-    tail = log_tail(log_path)
-    return head + ("\n" + tail if tail else "")
+    cause = failure_cause(text) or (log_tail(log_path, 1).strip()[:300] or None)
+    return f"{summary}: {cause} (log: {log_path})" if cause else f"{summary} (log: {log_path})"
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -124,3 +124,21 @@ VLLM_CPU_0320_KV_SET = lines(
     ("(EngineCore pid=11662) INFO 11-30 05:38:02",
      "[kv_cache_utils.py:2327] CPU KV cache size: 11,648 tokens, Maximum concurrency for 2,048 tokens per request: "
      "5.69x"))
+
+# vLLM 0.32.0 (vllm-cpu, installed here) engine-config line, in VllmConfig.__str__'s field order
+# (vllm/config/vllm.py; some fields left out): SmolLM2-135M served by ascendflow, TP1, max_model_len 2048.
+def config_line_0320(model: str = "/cache/SmolLM2-135M-Instruct-bf16",
+                     served: str = "HuggingFaceTB/SmolLM2-135M-Instruct", max_seq_len: int = 2048, tp: int = 1,
+                     pp: int = 1, dp: int = 1) -> str:
+    """The "Initializing a V1 LLM engine" line of a vLLM 0.32.0 engine with these deployment values."""
+    return lines((
+        "(EngineCore pid=4726) INFO 11-29 16:30:41",
+        f"[core.py:101] Initializing a V1 LLM engine (v0.32.0) with config: model={model!r}, speculative_config=None, "
+        f"tokenizer={model!r}, skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
+        f"tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={max_seq_len}, "
+        f"download_dir=None, load_format=auto, tensor_parallel_size={tp}, pipeline_parallel_size={pp}, "
+        f"data_parallel_size={dp}, decode_context_parallel_size=1, dcp_comm_backend=ag_rs, "
+        "disable_custom_all_reduce=False, quantization=None, quantization_config=None, enforce_eager=True, "
+        f"kv_cache_dtype=auto, device_config=cpu, seed=0, served_model_name={served}, enable_prefix_caching=True, "
+        "enable_chunked_prefill=True, pooler_config=None, compilation_config={'level': 0, "
+        "'cudagraph_capture_sizes': []}"))

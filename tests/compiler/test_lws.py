@@ -84,3 +84,23 @@ def test_lws_pods_ask_for_a_whole_node_and_take_secrets_by_reference():
     assert {e["name"] for e in worker["containers"][0]["env"]} == {
         "ACME_KEY", "ASCENDFLOW_MODEL_PATH", "ASCENDFLOW_NIC", "ASCENDFLOW_NODE1_IP"}
     assert worker["containers"][0]["command"][-1].endswith('exec bash /ascendflow/launch/node"$LWS_WORKER_INDEX".sh')
+
+
+@pytest.mark.parametrize("recipe,overrides,tag", [
+    # Issue 20 row 11: lws.yaml pinned v0.23.0-a3 while the plan and preflight.sh pinned 0.23.0.post1; the tutorial's
+    # image is v0.23.0.post1-a3 (vllm-ascend docs/source/tutorials, multi-node DeepSeek on A3).
+    ("deepseek_r1", [], "v0.23.0.post1-a3"),
+    ("qwen3_235b_tp16_2nodes", [], "v0.23.0.post1"),
+    ("qwen3_235b_tp16_2nodes", ["hardware.software=vllm-ascend-0.23.0rc1"], "v0.23.0rc1"),
+])
+def test_every_artifact_pins_the_version_the_plan_pins(recipe, overrides, tag):
+    raw = compose_config([f"+recipe={recipe}", *overrides])
+    raw.pop("hydra", None)
+    spec = load_spec(raw)
+    plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path="/models/x")
+    pinned = plan.target.engine["vllm_ascend"]
+    scripts = launch_scripts(plan)
+    images = {c["image"] for role in ("leaderTemplate", "workerTemplate")
+              for c in yaml.safe_load(scripts["lws.yaml"])["spec"]["leaderWorkerTemplate"][role]["spec"]["containers"]}
+    assert images == {f"quay.io/ascend/vllm-ascend:{tag}"} and tag.removeprefix("v").startswith(pinned)
+    assert f'"vllm-ascend": "{pinned}"' in scripts["preflight.sh"]

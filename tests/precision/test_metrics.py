@@ -44,3 +44,15 @@ def test_results_on_other_sequences_are_refused() -> None:
     cand = dict(ref, teacher=[[1, 2, 3, 4], [1, 2, 6]])
     with pytest.raises(ValueError, match="^candidate was not scored on the reference's sequences$"):
         compare(ref, cand, [2, 2])
+
+
+def test_same_engine_is_what_decides_the_computation() -> None:
+    # Issue 20 row 12f: the README's command compares bf16 with itself; the report notes it, and only then.
+    from ascendflow.precision.app import same_engine
+
+    ref = {"model": "/models/smollm2", "dtype": "bfloat16", "enforce_eager": True, "seed": 0, "max_model_len": 1024}
+    assert same_engine(ref, {**ref, "seed": 1, "max_model_len": 2048})
+    assert same_engine(ref, {**ref, "model": "/models/../models/smollm2/"})
+    for change in ({"dtype": "float32"}, {"quantization": "ascend"}, {"enforce_eager": None},
+                   {"compilation_config": {"mode": 3}}, {"model": "/models/smollm2-w8a8"}, {"kv_cache_dtype": "fp8"}):
+        assert not same_engine(ref, {**ref, **change}), change

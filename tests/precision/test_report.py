@@ -57,14 +57,27 @@ def test_bf16_against_itself_agrees_exactly(tmp_path: Path, mlflow_uri: str) -> 
     assert run.data.metrics["greedy_agreement"] == 1.0 and run.data.metrics["mean_abs_dlogprob"] == 0.0
     names = sorted(a.path for a in client.list_artifacts(run.info.run_id))
     assert {"precision_report.json", "dlogprob_hist.png"} <= set(names)
+    # Issue 20 row 12f: the README's command compares bf16 with itself; the report says so, and names the run.
+    assert r["note"].startswith("candidate equals reference (SmolLM2-135M-Instruct-bf16, bfloat16, no quantization, "
+                                "same graph mode): every metric is perfect by construction")
+    assert run.data.tags["precision.note"] == r["note"]
+    assert "warning: candidate equals reference" in proc.stdout
+    assert f"MLflow run {run.info.run_id} (experiment {run.info.experiment_id}); see it with:" in proc.stdout
 
 
 @pytest.mark.e2e
 def test_w8a8_against_bf16_within_thresholds(tmp_path: Path, mlflow_uri: str) -> None:
-    proc = run_precision(["model=smollm2_135m_w8a8", "quantization=w8a8_dynamic_ascend",
-                          "precision.reference.model=smollm2_135m", *SMALL], tmp_path, mlflow_uri)
+    # Issue 16 item 5: no precision.reference.model; the checkpoint's recorded float source is the reference.
+    from ascendflow.models.smollm2 import ensure_smollm2
+
+    proc = run_precision(["model=smollm2_135m_w8a8", "quantization=w8a8_dynamic_ascend", *SMALL], tmp_path,
+                         mlflow_uri)
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = _report(tmp_path)
+    assert r["reference"]["model"] == str(ensure_smollm2().resolve()) and "note" not in r
+    assert r["reference_choice"].endswith(": the float model this checkpoint was quantized from (recorded when "
+                                          "ascendflow built it; precision.reference.model chooses another)")
+    assert f"reference: {r['reference_choice']}" in " ".join(proc.stdout.split())
     assert r["candidate"]["quantization"] == "ascend" and r["reference"]["dtype"] == "bfloat16"
     assert r["breaches"] == []
     assert 0 < r["mean_abs_dlogprob"] < 0.25 and r["top1_agreement"] >= 0.85

@@ -45,3 +45,20 @@ def test_failure_cause_skips_vllms_wrappers():
                                   "is less than requested memory for kv (27.94 GiB).")
     assert failure_cause("OSError: [Errno 98] Address already in use") == "OSError: [Errno 98] Address already in use"
     assert failure_cause("all good") is None
+
+
+def test_an_engine_failure_is_one_line_and_the_traceback_stays_in_the_log(tmp_path):
+    # Issue 20 row 12c: 14 lines of the engine's traceback followed the error line.
+    from ascendflow.runner.server import engine_failure
+
+    log = tmp_path / "engine.log"
+    log.write_text("(APIServer pid=7) INFO 12-02 01:00:00 [api_server.py:1] vLLM API server version 0.32.0\n"
+                   "Traceback (most recent call last):\n"
+                   '  File "/venv/lib/python3.11/site-packages/vllm/config/model.py", line 512, in __post_init__\n'
+                   "    hf_config = get_config(self.hf_config_path or self.model, ...)\n"
+                   "ValueError: Invalid repository ID or local directory specified: '/m'.\n")
+    assert engine_failure("engine exited with code 1 before it was healthy", log) == (
+        "engine exited with code 1 before it was healthy: ValueError: Invalid repository ID or local directory "
+        f"specified: '/m'. (log: {log})")
+    log.write_text("INFO starting\nthe last thing it said\n")  # no error line found: the log's last line, still one
+    assert engine_failure("engine died", log) == f"engine died: the last thing it said (log: {log})"

@@ -120,7 +120,9 @@ def _check_mla_heads(ctx: GraphContext) -> None:
     heads = ctx.arch.num_attention_heads
     per_rank = heads // ctx.parallel.tensor_parallel_size
     if allowed and per_rank not in allowed:
-        valid = [tp for tp in range(1, heads + 1) if heads % tp == 0 and heads // tp in allowed]
+        par = ctx.parallel  # only TPs that also fit the hardware with this PP × DP
+        room = par.nodes * ctx.hardware.devices_per_node // (par.pipeline_parallel_size * par.data_parallel_size)
+        valid = [tp for tp in range(1, min(heads, room) + 1) if heads % tp == 0 and heads // tp in allowed]
         raise ConfigError("parallel.tensor_parallel_size", ctx.parallel.tensor_parallel_size,
                           f"MLA with graph capture on {ctx.hardware.device_name} needs num_attention_heads / TP in "
                           f"{list(allowed)} (CANN MLA kernel, error EZ9999; vllm-ascend docs faqs.md), got "

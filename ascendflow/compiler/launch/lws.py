@@ -42,9 +42,10 @@ def lws_name(plan: Plan) -> str:
 
 
 def image(plan: Plan) -> str:
-    """The release's public image: ``quay.io/ascend/vllm-ascend:v<release>`` (``-a3`` for Atlas A3; vllm-ascend
-    ``docs/source/installation.md``); replace it with your registry's copy."""
-    tag = plan.target.engine["row"].removeprefix("vllm-ascend-")
+    """The release's public image: ``quay.io/ascend/vllm-ascend:v<vllm_ascend>`` (``-a3`` for Atlas A3; vllm-ascend
+    ``docs/source/installation.md``, e.g. ``v0.23.0.post1-a3``); replace it with your registry's copy. The tag is the
+    version-matrix row's ``vllm_ascend`` pin, the one ``preflight.sh`` and the plan pin (not the row's name)."""
+    tag = plan.target.engine.get("vllm_ascend") or plan.target.engine["row"].removeprefix("vllm-ascend-")
     return f"quay.io/ascend/vllm-ascend:v{tag}" + ("-a3" if "A3" in plan.target.hardware.upper() else "")
 
 

@@ -19,7 +19,10 @@ def check_parallel(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelAr
     """
     tp = parallel.tensor_parallel_size
     if arch.num_attention_heads % tp:
-        divisors = [d for d in range(1, arch.num_attention_heads + 1) if arch.num_attention_heads % d == 0]
+        # Only TPs that also fit the hardware with this PP × DP (a hint of 9 for a 1-device CPU is no fix).
+        room = parallel.nodes * hardware.devices_per_node // (parallel.pipeline_parallel_size *
+                                                              parallel.data_parallel_size)
+        divisors = [d for d in range(1, min(arch.num_attention_heads, room) + 1) if arch.num_attention_heads % d == 0]
         raise ConfigError(
             "parallel.tensor_parallel_size", tp,
             f"must divide the model's num_attention_heads ({arch.num_attention_heads}); valid: {divisors}")
