@@ -38,13 +38,14 @@ from ascendflow.schema import ConfigError, RunSpec, load_spec
 from ascendflow.schema.run import RunOptions
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.schema.secrets import mask_env_config, mask_text, secret_values
+from ascendflow.secret_logging import mask, remember, uri_credentials
 from ascendflow.tracking import TrackedRun
 from ascendflow.tracking.mlflow_run import bench_metrics
 from ascendflow.tracking.pending import scrub_dir
 from ascendflow.interrupts import Terminated, install_sigterm, restore_handlers
 from ascendflow.tracking.objective import objective
 from ascendflow.tracking.server import ServerStartError, TrackingServer, wants_server
-from ascendflow.tracking.store import refuse_unusable_store, tracking_uri
+from ascendflow.tracking.store import StoreFullError, refuse_unusable_store, tracking_uri, unusable_store
 from ascendflow.tracking.sweep import end_parent, job_run_name, read_sweep, refuse_parallel_engines
 
 
@@ -62,6 +63,8 @@ def _secrets(cfg: DictConfig) -> tuple[dict[str, str], list[str]]:
     key_env = OmegaConf.select(cfg, "run.api_key_env", default=None)
     if isinstance(key_env, str) and os.environ.get(key_env):
         values[key_env] = os.environ[key_env]
+    values.update(uri_credentials(OmegaConf.select(cfg, "tracking.tracking_uri", default=None)))
+    remember(values.values())  # masked in every line printed from now on (ascendflow.secret_logging)
     return values, marked
 
 
@@ -83,10 +86,6 @@ def _tracking_settings(cfg: DictConfig) -> TrackingSpec:
         return TrackingSpec.model_validate(OmegaConf.to_container(cfg.tracking, resolve=True))
     except Exception:  # invalid tracking keys are reported by load_spec; record with defaults meanwhile
         return TrackingSpec()
-
-
-def _store_uri(cfg: DictConfig) -> str:
-    return str(OmegaConf.select(cfg, "tracking.tracking_uri", default=None) or os.environ.get("MLFLOW_TRACKING_URI"))
 
 
 def _mode(spec: RunSpec) -> str:
@@ -159,11 +158,8 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
     except ConfigError as exc:  # a deleted experiment: nothing was recorded, nothing started
         return _fail(None, run_dir, exc, multirun, _run_options(cfg))
     except Exception as exc:  # an unusable store: nothing was recorded, nothing started
-        return _fail(None, run_dir, ConfigError("tracking.tracking_uri", _store_uri(cfg),
-                                                f"cannot be used as an MLflow store ({type(exc).__name__}: "
-                                                f"{str(exc).splitlines()[0][:200]}); use an absolute "
-                                                f"sqlite:///<path>.db or an http(s) server"), multirun,
-                     _run_options(cfg))
+        return _fail(None, run_dir, unusable_store(tracking, tracking_uri(tracking, Path.cwd() / "outputs"), exc),
+                     multirun, _run_options(cfg))
     previous = install_sigterm()
     spec = None
     try:
@@ -288,7 +284,7 @@ def _check_api_key(spec: RunSpec, mode: str) -> None:
 
 #: Exit codes of a single run: bad input, and failures of the run itself (engine, model, versions).
 EXIT_BAD_INPUT, EXIT_RUN_FAILED = 2, 1
-KNOWN_FAILURES = (EngineStartError, ModelNotFoundError, VersionMismatchError, RunFailedError)
+KNOWN_FAILURES = (EngineStartError, ModelNotFoundError, VersionMismatchError, RunFailedError, StoreFullError)
 
 
 def _run_options(cfg: DictConfig) -> RunOptions:
@@ -303,9 +299,9 @@ def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: b
     """End the run FAILED with ``error.txt``; print one line. Single run: exit (or re-raise an unexpected error);
     multirun: return the penalty objective so the sweep goes on."""
     known = isinstance(exc, (ConfigError, *KNOWN_FAILURES))
-    message = str(exc) if known else f"{type(exc).__name__}: {exc}"
+    message = mask(str(exc) if known else f"{type(exc).__name__}: {exc}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "error.txt").write_text(message + "\n" + ("" if known else traceback.format_exc()))
+    (run_dir / "error.txt").write_text(message + "\n" + ("" if known else mask(traceback.format_exc())))
     if tracked is not None:
         if getattr(exc, "benchmark", None):  # the engine died: the partial benchmark's counts and rates
             tracked.log_metrics(bench_metrics(exc.benchmark))

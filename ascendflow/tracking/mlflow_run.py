@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from ascendflow.interrupts import store_call
-from ascendflow.schema.secrets import MASK, mask_text
+from ascendflow.schema.secrets import MASK, mask_credentials, mask_text
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking.flatten import flatten_params, numeric_metrics
 from ascendflow.tracking.pending import PendingRecord, scrub_dir, sync_pending_under
@@ -149,7 +149,7 @@ class TrackedRun:
             with_retry(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path=artifact_path))
 
     def _mask(self, text: str) -> str:
-        return mask_text(text, self.secrets)
+        return mask_credentials(text, self.secrets)
 
     def _record(self, kind: str, values: Mapping[str, Any], call) -> None:
         """Make a store call; after the first failure, keep ``values`` in the pending record instead."""

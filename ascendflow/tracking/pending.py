@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ascendflow.schema.secrets import mask_text
+from ascendflow.schema.secrets import URI_PASSWORD, mask_credentials, mask_text
+
+#: :data:`~ascendflow.schema.secrets.URI_PASSWORD` on raw bytes (a quick test before a file is decoded).
+URI_PASSWORD_BYTES = re.compile(URI_PASSWORD.pattern.encode())
 
 PENDING_FILE, SYNCED_FILE = "mlflow_pending.json", "mlflow_synced.json"
 #: Where run directories live under ``outputs/`` (single runs and sweep jobs, ``conf/config.yaml``).
@@ -51,24 +55,25 @@ class PendingRecord:
 
 
 def scrub_dir(run_dir: Path, secrets: Iterable[str]) -> list[Path]:
-    """Replace every secret value in every file under ``run_dir`` by the mask (``.hydra/`` copies, logs...).
+    """Replace every secret value and every URI password (:func:`~ascendflow.schema.secrets.mask_credentials`) in
+    every file under ``run_dir`` by the mask (``.hydra/`` copies, logs...).
 
     Returns:
         The files that were rewritten.
     """
     secrets = [s for s in secrets if s]
     changed = []
-    if not secrets:
-        return changed
     for path in run_dir.rglob("*"):
         if not path.is_file() or path.is_symlink():
             continue
         data = path.read_bytes()
-        if not any(s.encode() in data for s in secrets):
+        if not any(s.encode() in data for s in secrets) and not URI_PASSWORD_BYTES.search(data):
             continue
-        path.write_bytes(mask_text(data.decode("utf-8", errors="surrogateescape"), secrets)
-                         .encode("utf-8", errors="surrogateescape"))
-        changed.append(path)
+        text = data.decode("utf-8", errors="surrogateescape")
+        masked = mask_credentials(text, secrets)
+        if masked != text:
+            path.write_bytes(masked.encode("utf-8", errors="surrogateescape"))
+            changed.append(path)
     return changed
 
 
