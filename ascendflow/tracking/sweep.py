@@ -157,6 +157,7 @@ def refuse_bad_search_space(config: DictConfig) -> None:
             ``workload.*``/``slo.*``.
     """
     choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
+    refuse_bad_group_options(config, choices)
     added = {o.split("=", 1)[0].lstrip("+") for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []
              if o.startswith("+")}
     for name in swept_keys(config):
@@ -179,6 +180,35 @@ def refuse_bad_search_space(config: DictConfig) -> None:
         raise ConfigError(held[0], OmegaConf.select(config, held[0], default=None),
                           "a capacity search varies the load itself and holds the workload and SLO fixed; sweep "
                           "server knobs (engine.*, graph, parallel.*, quantization) and run one sweep per workload")
+
+
+def refuse_bad_group_options(config: DictConfig, choices: Any) -> None:
+    """Every option a command-line sweep gives a config group (``model=smolm2,smollm2_135m``) must exist: Hydra
+    would fail the first job with its 25-line block and leave the other jobs unrun. The options are those of Hydra's
+    config repository (the ``conf/`` search path and plugins), as ``refuse_bad_overrides`` lists them for a single
+    run.
+
+    Raises:
+        ConfigError: the group, the option that does not exist, and the options there are.
+    """
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not GlobalHydra.instance().is_initialized():
+        return
+    loader = GlobalHydra.instance().config_loader()
+    overrides = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
+    for o in OverridesParser.create().parse_overrides(overrides):
+        group = o.get_key_element().lstrip("+~")
+        if not o.is_sweep_override() or group not in choices or "@" in group:
+            continue
+        known = set(loader.get_group_options(group))
+        if not known:
+            continue
+        for option in o.sweep_string_iterator():
+            if option not in known:
+                raise ConfigError(group, option, f"is not an option of the '{group}' group, so no job could use it; "
+                                                 f"pick from: {', '.join(sorted(known))}")
 
 
 def refuse_bad_shared_values(config: DictConfig) -> None:
