@@ -18,7 +18,7 @@ from ascendflow.schema.secrets import mask_uris
 from ascendflow.schema.tracking import TrackingSpec
 
 __all__ = ["GuardedClient", "StoreFullError", "Terminated", "artifact_root", "ensure_experiment", "install_sigterm",
-           "open_client", "refuse_unusable_store", "restore_handlers", "store_lock", "tracking_uri", "unusable_store",
+           "existing_store", "open_client", "refuse_unusable_store", "restore_handlers", "store_lock", "tracking_uri", "unusable_store",
            "uri_source", "with_retry"]
 
 #: Seconds to wait for a tracking server's ``/health`` before a run or sweep is refused (MLflow's own client would
@@ -179,6 +179,21 @@ def store_full(uri: str) -> StoreFullError:
     return StoreFullError(f"the MLflow store {path or mask_uris(uri)} cannot be written: disk full ({free:.1f} MiB "
                           f"free at {where}); free space there, or record elsewhere (tracking.tracking_uri=sqlite:///"
                           f"<path on another disk>.db)")
+
+
+def existing_store(uri: str) -> str:
+    """``uri`` for a command that only reads the store (``compare``): a SQLite store whose file does not exist is
+    refused instead of opened, since MLflow creates and migrates the database on first use (read-only commands
+    create nothing). Other stores are returned as they are.
+
+    Raises:
+        FileNotFoundError: the SQLite file does not exist (the message names its path and the fix).
+    """
+    path = sqlite_path(uri)
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"no MLflow store at {path} (nothing was recorded here yet): run `python -m "
+                                f"ascendflow` first, or pass --tracking-uri / set MLFLOW_TRACKING_URI to the store")
+    return uri
 
 
 def open_client(uri: str):
