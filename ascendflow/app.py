@@ -300,8 +300,9 @@ def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: b
     multirun: return the penalty objective so the sweep goes on."""
     known = isinstance(exc, (ConfigError, *KNOWN_FAILURES))
     message = mask(str(exc) if known else f"{type(exc).__name__}: {exc}")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "error.txt").write_text(message + "\n" + ("" if known else mask(traceback.format_exc())))
+    with contextlib.suppress(OSError):  # a full disk: the line below and the MLflow run still say it
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "error.txt").write_text(message + "\n" + ("" if known else mask(traceback.format_exc())))
     if tracked is not None:
         if getattr(exc, "benchmark", None):  # the engine died: the partial benchmark's counts and rates
             tracked.log_metrics(bench_metrics(exc.benchmark))

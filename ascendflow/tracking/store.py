@@ -17,9 +17,9 @@ from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.secrets import mask_uris
 from ascendflow.schema.tracking import TrackingSpec
 
-__all__ = ["GuardedClient", "StoreFullError", "Terminated", "artifact_root", "ensure_experiment", "install_sigterm",
-           "existing_store", "open_client", "refuse_unusable_store", "restore_handlers", "store_lock", "tracking_uri", "unusable_store",
-           "uri_source", "with_retry"]
+__all__ = ["DiskReserve", "GuardedClient", "StoreFullError", "Terminated", "artifact_root", "disk_full",
+           "ensure_experiment", "existing_store", "install_sigterm", "open_client", "refuse_unusable_store",
+           "restore_handlers", "store_full", "store_lock", "tracking_uri", "unusable_store", "uri_source", "with_retry"]
 
 #: Seconds to wait for a tracking server's ``/health`` before a run or sweep is refused (MLflow's own client would
 #: retry for minutes, printing a urllib3 warning per attempt).
@@ -135,7 +135,7 @@ class StoreFullError(OSError):
     """The MLflow store's disk is full (SQLite: "database or disk is full"; ``ENOSPC`` writing its files)."""
 
 
-def _disk_full(exc: BaseException) -> bool:
+def disk_full(exc: BaseException) -> bool:
     """Whether ``exc`` or anything in its cause/context chain is a full disk."""
     import errno
 
@@ -158,7 +158,7 @@ def unusable_store(tracking: TrackingSpec, uri: str, exc: BaseException) -> Exce
     """The one-line error for a store MLflow could not open or write: :class:`StoreFullError` naming the real
     store path and the MiB left when the disk is full, else a :class:`ConfigError` naming where the URI came from
     (:func:`uri_source`), the URI with its password masked, MLflow's first line, and the fix."""
-    if _disk_full(exc):
+    if disk_full(exc):
         return store_full(uri)
     first = mask_uris(str(exc).splitlines()[0][:200]) if str(exc) else ""
     return ConfigError(uri_source(tracking), mask_uris(uri),
@@ -181,6 +181,59 @@ def store_full(uri: str) -> StoreFullError:
                           f"<path on another disk>.db)")
 
 
+#: Bytes each run holds in reserve beside a SQLite store (``<db>.reserve-<pid>``), given back the moment the disk
+#: fills: ending a run FAILED with its tags, ``error.txt`` and the run directory's artifacts needs less than this
+#: (a plan run's directory is ~40 KiB, SQLite's rollback journal a few pages).
+RESERVE_BYTES = 1 << 20
+
+
+class DiskReserve:
+    """Room held on a SQLite store's file system so that a run can still end FAILED when the disk fills under it
+    (without it the run stayed RUNNING, issue 20 row 4). A no-op for other stores and when even the reserve does
+    not fit. Reserves left by processes that no longer exist (SIGKILL) are removed by the next one.
+
+    Args:
+        uri: the store's URI.
+    """
+
+    def __init__(self, uri: str) -> None:
+        db = sqlite_path(uri)
+        self.path = db.with_name(f"{db.name}.reserve-{os.getpid()}") if db is not None else None
+        if self.path is None:
+            return
+        for old in self.path.parent.glob(f"{db.name}.reserve-*"):
+            pid = old.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                old.unlink(missing_ok=True)
+        try:
+            with open(self.path, "wb") as f:
+                os.posix_fallocate(f.fileno(), 0, RESERVE_BYTES)
+        except OSError:
+            self.release()
+            self.path = None
+            return
+        import atexit
+
+        atexit.register(self.release)
+
+    def release(self) -> bool:
+        """Give the reserve back; True when there was one."""
+        if self.path is None or not self.path.exists():
+            return False
+        self.path.unlink(missing_ok=True)
+        return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def existing_store(uri: str) -> str:
     """``uri`` for a command that only reads the store (``compare``): a SQLite store whose file does not exist is
     refused instead of opened, since MLflow creates and migrates the database on first use (read-only commands
@@ -199,8 +252,13 @@ def existing_store(uri: str) -> str:
 def open_client(uri: str):
     """An ``MlflowClient`` on ``uri`` (a :class:`GuardedClient`) whose store exists and is migrated (first use under
     :func:`store_lock`)."""
+    import logging
+
     from mlflow.tracking import MlflowClient
 
+    # MLflow logs every SQLAlchemy error with its traceback before raising it (mlflow/store/db/utils.py
+    # make_managed_session, ~85 lines each, 8 retries on a full disk): the error is raised and reported on one line.
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     with store_lock(uri):
         client = GuardedClient(MlflowClient(tracking_uri=uri))
         with_retry(lambda: client.search_experiments(max_results=1))
@@ -238,8 +296,8 @@ def with_retry(call, attempts: int = 8):
     for attempt in range(attempts):
         try:
             return call()
-        except MlflowException:
-            if attempt == attempts - 1 or stopping():
+        except MlflowException as exc:
+            if attempt == attempts - 1 or stopping() or disk_full(exc):  # a full disk stays full
                 raise
             time.sleep(0.25 * (attempt + 1))
     raise AssertionError("unreachable")
