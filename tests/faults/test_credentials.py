@@ -187,3 +187,29 @@ def test_a_wrong_password_is_one_line(tmp_path, basic_auth_server):
     assert line.startswith(f"error: MLFLOW_TRACKING_URI='http://{ADMIN[0]}:***@{address}': cannot be used as an "
                            "MLflow store"), line
     assert leaks(["wrong_Passw0rd"], [tmp_path], {"stdout": proc.stdout, "stderr": proc.stderr}) == []
+
+
+def test_one_masker_for_uris_values_and_the_health_probe():
+    from ascendflow.schema.secrets import mask_credentials, mask_uris, uri_password
+    from ascendflow.secret_logging import MaskedStream, process_secrets
+    from ascendflow.tracking.store import health_request
+
+    assert mask_uris("a postgresql://u:pw_x1@127.0.0.1:1/db and http://admin:hunter2@h:5000/x") == \
+        "a postgresql://u:***@127.0.0.1:1/db and http://admin:***@h:5000/x"
+    assert mask_uris("http://h:5000 sqlite:////tmp/a.db user@host") == "http://h:5000 sqlite:////tmp/a.db user@host"
+    assert uri_password("http://admin:hunter2@h:5000") == "hunter2" and uri_password("http://h:1") is None
+    assert mask_credentials("k=hf_abcdef u=redis://:pw_only9@h", ["hf_abcdef"]) == "k=*** u=redis://:***@h"
+    assert process_secrets(["tracking.tracking_uri=http://a:pw_cfg123@h:1", "run.api_key_env=AF_K"],
+                           {"MLFLOW_TRACKING_URI": "http://b:pw_env456@h:2", "AF_K": "sk-key-1"}) == [
+        "pw_cfg123", "pw_env456", "sk-key-1"]
+    request = health_request("http://admin:p%40ss@127.0.0.1:5000/")
+    assert request.full_url == "http://127.0.0.1:5000/health"
+    assert request.get_header("Authorization") == "Basic YWRtaW46cEBzcw=="  # base64("admin:p@ss"), RFC 7617
+    written: list[str] = []
+
+    class Sink:
+        def write(self, text):
+            written.append(text)
+
+    MaskedStream(Sink()).write("uri http://u:pw_stream1@h:1 ok")
+    assert written == ["uri http://u:***@h:1 ok"]
