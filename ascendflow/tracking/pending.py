@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ascendflow.schema.secrets import URI_PASSWORD, mask_credentials, mask_text
+from ascendflow.schema.secrets import MASK, URI_PASSWORD, mask_credentials, mask_text, mask_uris
 
 #: :data:`~ascendflow.schema.secrets.URI_PASSWORD` on raw bytes (a quick test before a file is decoded).
 URI_PASSWORD_BYTES = re.compile(URI_PASSWORD.pattern.encode())
@@ -34,7 +34,8 @@ class PendingRecord:
     def start(cls, run_dir: Path | None, uri: str | None, run_id: str | None, reason: str) -> "PendingRecord":
         """A new record in ``run_dir`` (the current directory when unknown)."""
         path = (run_dir or Path.cwd()) / PENDING_FILE
-        record = cls(path, {"tracking_uri": uri, "run_id": run_id, "reason": reason, "params": {}, "metrics": {},
+        # A URI's password is not written (masked); sync_run_dir takes it from the environment again (store_uri).
+        record = cls(path, {"tracking_uri": mask_uris(uri) if uri else uri, "run_id": run_id, "reason": reason, "params": {}, "metrics": {},
                             "tags": {}, "status": None})
         record._write()
         return record
@@ -77,6 +78,22 @@ def scrub_dir(run_dir: Path, secrets: Iterable[str]) -> list[Path]:
     return changed
 
 
+def store_uri(recorded: str) -> str:
+    """The store URI of a pending record: as recorded, or, when its password was masked, ``$MLFLOW_TRACKING_URI``
+    if that is the same URI with its password (the password is never written, so it comes from the environment).
+
+    Raises:
+        ValueError: a masked URI and no matching ``$MLFLOW_TRACKING_URI``.
+    """
+    if mask_uris(recorded) != recorded or MASK not in recorded:
+        return recorded
+    given = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if given and mask_uris(given) == recorded:
+        return given
+    raise ValueError(f"the run's store {recorded} needs its password: export MLFLOW_TRACKING_URI=<the URI with the "
+                     f"password> and sync again")
+
+
 def sync_run_dir(run_dir: Path, client=None) -> str:
     """Upload a run directory's pending record: params, metrics, tags, the directory as artifacts, the final status.
 
@@ -97,7 +114,7 @@ def sync_run_dir(run_dir: Path, client=None) -> str:
 
     path = run_dir / PENDING_FILE
     data = json.loads(path.read_text())
-    client = client or open_client(data["tracking_uri"])
+    client = client or open_client(store_uri(data["tracking_uri"]))
     run_id = data["run_id"]
     existing = client.get_run(run_id).data.params
     params = [Param(k, str(v)) for k, v in sorted(data["params"].items()) if k not in existing]

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from ascendflow.capacity.pruning import KEY as PRUNING_KEY
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
-from ascendflow.schema.secrets import mask_text, secret_values
+from ascendflow.schema.secrets import mask_credentials, mask_uris, secret_values
 from ascendflow.secret_logging import override_secrets
 from ascendflow.tracking.cluster import (SWEEP_ENV, publish_sweep, published_sweep, refuse_local_store, start_server,
                                          stop_server)
@@ -379,7 +379,7 @@ class MlflowSweepCallback(Callback):
         marked = list(OmegaConf.select(config, "ascend.secret_env", default=[]) or [])
         task = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
         secrets = [*secret_values(env, marked).values(), *override_secrets(task)]  # a swept secret: each choice
-        overrides = mask_text(" ".join(task), secrets)
+        overrides = mask_credentials(" ".join(task), secrets)
         run = client.create_run(experiment_id, run_name=f"sweep {sweep_dir.parent.name}/{sweep_dir.name}",
                                 tags={**version_tags(), **process_tags(), "ascendflow.sweep": "parent",
                                       "sweep_dir": str(sweep_dir), "sweep.overrides": overrides[:5000],
@@ -392,7 +392,8 @@ class MlflowSweepCallback(Callback):
         ACTIVE["sweep"] = sweep
         self.sweep = sweep  # pickled with the callback into every job's process (on_job_start)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / SWEEP_FILE).write_text(json.dumps(sweep))
+        # The file is a record (jobs get the sweep from on_job_start): a URI's password is not written into it.
+        (sweep_dir / SWEEP_FILE).write_text(json.dumps({**sweep, "tracking_uri": mask_uris(uri)}))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         """In the job's own process (this one, a Ray worker, a submitit job): hand it the parent run

@@ -6,7 +6,9 @@ came from. Every case runs ``python -m ascendflow`` as a real process; row 2 aga
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -113,7 +115,9 @@ def basic_auth_server(tmp_path_factory):
         "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")
     port = _free_port()
     env = {**os.environ, "MLFLOW_AUTH_CONFIG_PATH": str(root / "auth.ini"),
-           "MLFLOW_FLASK_SERVER_SECRET_KEY": "ascendflow-test-only"}
+           "MLFLOW_FLASK_SERVER_SECRET_KEY": "ascendflow-test-only",
+           # no job-runner/huey consumers (7 processes here): faster to start and stop, not used by these tests
+           "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
     log = open(root / "server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--app-name", "basic-auth",
@@ -132,8 +136,12 @@ def basic_auth_server(tmp_path_factory):
                 pytest.fail(f"the basic-auth MLflow server did not start: {(root / 'server.log').read_text()[-2000:]}")
             time.sleep(1)
     yield f"127.0.0.1:{port}", root
-    os.killpg(proc.pid, 15)
-    proc.wait(timeout=30)
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
     log.close()
 
 
@@ -213,3 +221,32 @@ def test_one_masker_for_uris_values_and_the_health_probe():
 
     MaskedStream(Sink()).write("uri http://u:pw_stream1@h:1 ok")
     assert written == ["uri http://u:***@h:1 ok"]
+
+
+def test_a_sweep_on_a_basic_auth_server_writes_no_password(tmp_path, basic_auth_server):
+    # The sweep directory (multirun.yaml, mlflow_sweep.json, each job's .hydra/ and log), the parent run's tags and
+    # the jobs' runs: the URI shows user:***@ everywhere, and every job records.
+    address, root = basic_auth_server
+    uri = f"http://{ADMIN[0]}:{ADMIN[1]}@{address}"
+    proc = run_ascendflow(["-m", "run.mode=plan", f"tracking.tracking_uri={uri}", "engine.seed=0,1",
+                           f"+ascend.env.HF_TOKEN={TOKEN}"], cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (sweep_file,) = tmp_path.rglob("mlflow_sweep.json")
+    assert f"http://{ADMIN[0]}:***@{address}" in sweep_file.read_text()
+    assert leaks([ADMIN[1], TOKEN], [tmp_path], {"stdout": proc.stdout, "stderr": proc.stderr}) == []
+    from mlflow.tracking import MlflowClient
+
+    os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"] = ADMIN
+    try:
+        client = MlflowClient(tracking_uri=f"http://{address}")
+        parent_id = json.loads(sweep_file.read_text())["run_id"]
+        parent = client.get_run(parent_id)
+        children = client.search_runs([parent.info.experiment_id],
+                                      filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    finally:
+        os.environ.pop("MLFLOW_TRACKING_USERNAME")
+        os.environ.pop("MLFLOW_TRACKING_PASSWORD")
+    assert parent.info.status == "FINISHED"
+    assert f"tracking.tracking_uri=http://{ADMIN[0]}:***@{address}" in parent.data.tags["sweep.overrides"]
+    assert sorted(c.info.status for c in children) == ["FINISHED", "FINISHED"]
+    assert leaks([ADMIN[1], TOKEN], [root / "mlflow.db", root / "artifacts"], {}) == []
