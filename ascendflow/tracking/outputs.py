@@ -13,8 +13,9 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-#: Free bytes a run needs where it writes: a new MLflow SQLite store after MLflow's migrations (~1.4 MiB measured
-#: here, mlflow 3.x), a plan, launch scripts and the Hydra copies (< 100 KiB for the smallest models), with margin.
+#: Free bytes a run needs where it writes: a new MLflow SQLite store after MLflow's migrations (956 KiB measured
+#: here, mlflow 3.17.2), the 1 MiB reserve beside it (:class:`ascendflow.tracking.store.DiskReserve`), a plan run's
+#: directory (~40 KiB) and its artifact copy, with margin.
 MIN_FREE_BYTES = 8 << 20
 
 #: ``conf/config.yaml``'s ``hydra.run.dir`` / ``hydra.sweep.dir`` both live under this directory of the cwd.
