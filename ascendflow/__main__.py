@@ -58,12 +58,14 @@ def refuse_bad_overrides(argv: list[str]) -> None:
     from hydra._internal.utils import get_args_parser
 
     args, _ = get_args_parser().parse_known_args(argv)
+    if os.environ.get("HYDRA_FULL_ERROR") != "1":
+        _refuse_unparsable(args.overrides or [])
     if (os.environ.get("HYDRA_FULL_ERROR") == "1" or not args.overrides or args.multirun or args.help
             or args.hydra_help or args.cfg or args.info or args.shell_completion or args.config_dir
             or args.config_path or args.config_name or args.experimental_rerun):
         return
     from hydra import compose, initialize_config_dir
-    from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+    from hydra.errors import ConfigCompositionException, MissingConfigException
 
     from ascendflow.schema import ConfigError
 
@@ -76,9 +78,6 @@ def refuse_bad_overrides(argv: list[str]) -> None:
         group, _, option = (missing.group(1) if missing else "?/?").rpartition("/")
         options = ", ".join(sorted(exc.options or [])) or "none"
         raise ConfigError(group, option, f"is not an option of the '{group}' group; pick one of: {options}") from None
-    except OverrideParseException as exc:
-        raise ConfigError("overrides", " ".join(args.overrides),
-                          f"cannot be parsed ({str(exc).splitlines()[0]}); write key=value") from None
     except ConfigCompositionException as exc:
         bad = re.search(r"Could not override '([^']+)'", str(exc))
         if bad is None:
@@ -90,6 +89,34 @@ def refuse_bad_overrides(argv: list[str]) -> None:
         value = MASK if is_secret(key.split(".")[-1]) else given.get(key, "?")
         raise ConfigError(key, value, f"is not a config key; {_key_fix(key, args.overrides)} (`python -m "
                                       f"ascendflow --cfg job` lists the keys)") from None
+
+
+def _refuse_unparsable(overrides: list[str]) -> None:
+    """Each override must parse on its own (single runs and sweeps alike): the first that does not is named alone,
+    with Hydra's reason, its value masked when it is a credential (Hydra's own message repeats every override).
+
+    Raises:
+        ConfigError: ``key`` and the override's text, the parser's first line, and the fix.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    from ascendflow.schema import ConfigError
+    from ascendflow.schema.secrets import MASK, is_secret
+    from ascendflow.secret_logging import mask, remember
+
+    parser = OverridesParser.create()
+    for text in overrides:
+        try:
+            parser.parse_override(text)
+        except (HydraException, ValueError) as exc:
+            key, _, value = text.partition("=")
+            if is_secret(key.split(".")[-1]):
+                remember([value, value.strip("'\"")])  # Hydra's reason quotes the text it could not read
+            shown = MASK if is_secret(key.split(".")[-1]) else mask(value)
+            reason = mask(str(exc).splitlines()[0])
+            raise ConfigError(key.lstrip("+~") or "override", shown,
+                              f"cannot be parsed ({reason}); quote the value (key='value') or close its brackets")
 
 
 #: Config maps that take any key (``+ascend.env.NAME=...``); elsewhere the schema refuses unknown keys.
@@ -131,14 +158,19 @@ def cli() -> None:
     """Run :func:`main` with SIGTERM handled and a sweep's parent run always ended."""
     from ascendflow.interrupts import Terminated, install_sigterm, stopping
     from ascendflow.schema import ConfigError
-    from ascendflow.secret_logging import mask_log_records, override_secrets
+    from ascendflow.secret_logging import mask_log_records, mask_streams, process_secrets
+    from ascendflow.tracking.outputs import OutputsError, refuse_unusable_outputs
     from ascendflow.tracking.sweep import end_open_parent
 
     install_sigterm()
-    mask_log_records(override_secrets(sys.argv[1:]))  # Hydra's launchers log each job's overrides
+    # Credentials in any line printed or logged (Hydra's launchers log each job's overrides), from the first one on.
+    secrets = process_secrets(sys.argv[1:])
+    mask_log_records(secrets)
+    mask_streams(secrets)
     try:
         refuse_bad_overrides(sys.argv[1:])
-    except ConfigError as exc:
+        refuse_unusable_outputs(sys.argv[1:])
+    except (ConfigError, OutputsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     try:

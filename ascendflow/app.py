@@ -5,6 +5,7 @@ does is its handler's (:mod:`ascendflow.modes`); this module keeps the order of 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -34,13 +35,14 @@ from ascendflow.schema import ConfigError, RunSpec
 from ascendflow.schema.run import RunOptions
 from ascendflow.schema.secrets import mask_env_config, mask_text
 from ascendflow.schema.tracking import TrackingSpec
+from ascendflow.secret_logging import mask
 from ascendflow.tracking import TrackedRun
 from ascendflow.tracking.mlflow_run import bench_metrics
 from ascendflow.tracking.objective import objective
 from ascendflow.tracking.pending import scrub_dir
 from ascendflow.tracking.run_dir import set_aside_earlier_outputs
 from ascendflow.tracking.server import ServerStartError, TrackingServer, wants_server
-from ascendflow.tracking.store import refuse_unusable_store, tracking_uri
+from ascendflow.tracking.store import StoreFullError, refuse_unusable_store, tracking_uri, unusable_store
 from ascendflow.tracking.run_names import job_run_name
 from ascendflow.tracking.sweep import end_parent, read_sweep, refuse_parallel_engines
 
@@ -126,10 +128,8 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
     except ConfigError as exc:  # a deleted experiment: nothing was recorded, nothing started
         return _fail(None, run_dir, exc, multirun, inputs.run)
     except Exception as exc:  # an unusable store: nothing was recorded, nothing started
-        return _fail(None, run_dir, ConfigError("tracking.tracking_uri", inputs.store_uri,
-                                                f"cannot be used as an MLflow store ({type(exc).__name__}: "
-                                                f"{str(exc).splitlines()[0][:200]}); use an absolute "
-                                                f"sqlite:///<path>.db or an http(s) server"), multirun, inputs.run)
+        return _fail(None, run_dir, unusable_store(tracking, tracking_uri(tracking, Path.cwd() / "outputs"), exc),
+                     multirun, inputs.run)
     handlers = install_sigterm()
     try:
         spec = inputs.valid_spec()
@@ -233,16 +233,17 @@ def _check_api_key(spec: RunSpec) -> None:
 
 #: Exit codes of a single run: bad input, and failures of the run itself (engine, model, versions).
 EXIT_BAD_INPUT, EXIT_RUN_FAILED = 2, 1
-KNOWN_FAILURES = (EngineStartError, ModelNotFoundError, VersionMismatchError, RunFailedError)
+KNOWN_FAILURES = (EngineStartError, ModelNotFoundError, VersionMismatchError, RunFailedError, StoreFullError)
 
 
 def _fail(tracked: TrackedRun | None, run_dir: Path, exc: Exception, multirun: bool, run: RunOptions):
     """End the run FAILED with ``error.txt``; print one line. Single run: exit (or re-raise an unexpected error);
     multirun: return the penalty objective so the sweep goes on."""
     known = isinstance(exc, (ConfigError, *KNOWN_FAILURES))
-    message = str(exc) if known else f"{type(exc).__name__}: {exc}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "error.txt").write_text(message + "\n" + ("" if known else traceback.format_exc()))
+    message = mask(str(exc) if known else f"{type(exc).__name__}: {exc}")
+    with contextlib.suppress(OSError):  # a full disk: the line below and the MLflow run still say it
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "error.txt").write_text(message + "\n" + ("" if known else mask(traceback.format_exc())))
     if tracked is not None:
         if getattr(exc, "benchmark", None):  # the engine died: the partial benchmark's counts and rates
             tracked.log_metrics(bench_metrics(exc.benchmark))

@@ -20,6 +20,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ascendflow.tracking.store import existing_store
+
 METRICS = ("capacity_rps", "predicted_capacity_rps", "capacity_load", "capacity_goodput_rps", "slo_met",
            "output_throughput",
            "request_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms",
@@ -189,8 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console(width=max(Console().width, 160))
     try:
-        table, csv, png = compare(args.target, args.tracking_uri or default_tracking_uri(), args.out)
-    except CompareError as exc:
+        uri = existing_store(args.tracking_uri or default_tracking_uri())
+        table, csv, png = compare(args.target, uri, args.out)
+    except (CompareError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)  # one line, never wrapped
         return 2
     view = Table(title="sweep comparison (every column in the CSV)", title_justify="left")

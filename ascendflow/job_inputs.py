@@ -20,6 +20,7 @@ from ascendflow.schema.parallel import ParallelSpec
 from ascendflow.schema.run import RunOptions
 from ascendflow.schema.secrets import secret_values
 from ascendflow.schema.tracking import TrackingSpec
+from ascendflow.secret_logging import remember, uri_credentials
 
 
 @dataclass(frozen=True)
@@ -132,4 +133,6 @@ def _secrets(cfg: DictConfig) -> tuple[dict[str, str], list[str]]:
     key_env = OmegaConf.select(cfg, "run.api_key_env", default=None)
     if isinstance(key_env, str) and os.environ.get(key_env):
         values[key_env] = os.environ[key_env]
+    values.update(uri_credentials(OmegaConf.select(cfg, "tracking.tracking_uri", default=None)))
+    remember(values.values())  # masked in every line printed from now on (ascendflow.secret_logging)
     return values, marked

@@ -75,3 +75,26 @@ def mask_env_config(config: dict, marked: Iterable[str] = ()) -> dict:
         return config
     env = {k: (MASK if is_secret(str(k), marked) else v) for k, v in ascend["env"].items()}
     return {**config, "ascend": {**ascend, "env": env}}
+
+
+#: A URI's userinfo password: ``scheme://user:PASSWORD@host`` (RFC 3986 §3.2.1; the ``user:password`` form is
+#: deprecated there but SQLAlchemy, requests and MLflow's REST client all read it). Group 1 keeps ``scheme://user:``.
+URI_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@'\"]*:)([^\s/?#@'\"]+)@")
+
+
+def uri_password(uri: str | None) -> str | None:
+    """The password in ``uri``'s userinfo (``postgresql://u:pw@host/db`` → ``pw``), or ``None``."""
+    found = URI_PASSWORD.search(uri or "")
+    return found.group(2) if found else None
+
+
+def mask_uris(text: str) -> str:
+    """``text`` with the password of every URI in it replaced by :data:`MASK`
+    (``http://admin:hunter2@host:5000`` → ``http://admin:***@host:5000``)."""
+    return URI_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+
+
+def mask_credentials(text: str, values: Iterable[str] = ()) -> str:
+    """The one masking of credentials: every URI password (:func:`mask_uris`) and every known secret value
+    (:func:`mask_text`: ``ascend.env`` secrets, the ``run.api_key_env`` key, passwords named elsewhere)."""
+    return mask_uris(mask_text(text, values))

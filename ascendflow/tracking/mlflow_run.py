@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from ascendflow.interrupts import store_call
-from ascendflow.schema.secrets import MASK, mask_text
+from ascendflow.schema.secrets import MASK, mask_credentials, mask_text
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking.flatten import flatten_params, numeric_metrics
 from ascendflow.tracking.pending import PendingRecord, scrub_dir, sync_pending_under
 from ascendflow.tracking.run_dir import upload_run_dir
 from ascendflow.tracking.stale import end_stale_runs, process_tags
-from ascendflow.tracking.store import (GuardedClient, artifact_root, ensure_experiment, open_client, tracking_uri,
-                                       with_retry)
+from ascendflow.tracking.store import (DiskReserve, GuardedClient, artifact_root, disk_full, ensure_experiment,
+                                       open_client, store_full, tracking_uri, with_retry)
 from ascendflow.tracking.versions import version_tags
 
 #: Benchmark keys logged as metrics (vllm/benchmarks/serve.py result dict): throughput in req/s and tokens/s,
@@ -94,6 +94,7 @@ class TrackedRun:
         else:
             self.uri = tracking_uri(tracking, outputs_dir)
         self.client = open_client(self.uri)
+        self.reserve = DiskReserve(self.uri)  # room to end FAILED if the disk fills during the run
         if self.experiment_id is None:
             name = tracking.experiment_name or experiment
             self.experiment_id = ensure_experiment(self.client, name, artifact_root(tracking, outputs_dir, self.uri))
@@ -119,7 +120,7 @@ class TrackedRun:
 
         self = cls.__new__(cls)
         self.enabled, self.uri, self.run_id = True, uri, run_id
-        self.run_dir, self.secrets, self.pending, self.outage = None, [], None, None
+        self.run_dir, self.secrets, self.pending, self.outage, self.reserve = None, [], None, None, None
         self.client = GuardedClient(MlflowClient(tracking_uri=uri))
         self.experiment_id = self.client.get_run(run_id).info.experiment_id
         return self
@@ -150,7 +151,7 @@ class TrackedRun:
             with_retry(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path=artifact_path))
 
     def _mask(self, text: str) -> str:
-        return mask_text(text, self.secrets)
+        return mask_credentials(text, self.secrets)
 
     def _record(self, kind: str, values: Mapping[str, Any], call) -> None:
         """Make a store call; after the first failure, keep ``values`` in the pending record instead."""
@@ -159,8 +160,15 @@ class TrackedRun:
                 call()
                 return
             except Exception as exc:  # the store is unreachable or broken: keep the results locally
+                if disk_full(exc) and getattr(self, "reserve", None) is not None:
+                    full = store_full(self.uri)  # the MiB free before the reserve is given back
+                    if self.reserve.release():  # room to end the run FAILED with its error (app._fail)
+                        raise full from None
                 self.outage = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                self.pending = PendingRecord.start(self.run_dir, self.uri, self.run_id, self.outage)
+                try:
+                    self.pending = PendingRecord.start(self.run_dir, self.uri, self.run_id, self.outage)
+                except OSError:  # no room for the record either: the next start ends the run (stale)
+                    return
         self.pending.add(kind, values)
 
     def log_params(self, config: Mapping[str, Any]) -> None:

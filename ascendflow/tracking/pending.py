@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ascendflow.schema.secrets import mask_text
+from ascendflow.schema.secrets import MASK, URI_PASSWORD, mask_credentials, mask_text, mask_uris
 from ascendflow.tracking.run_dir import upload_run_dir
+
+#: :data:`~ascendflow.schema.secrets.URI_PASSWORD` on raw bytes (a quick test before a file is decoded).
+URI_PASSWORD_BYTES = re.compile(URI_PASSWORD.pattern.encode())
 
 PENDING_FILE, SYNCED_FILE = "mlflow_pending.json", "mlflow_synced.json"
 #: Where run directories live under ``outputs/`` (single runs and sweep jobs, ``conf/config.yaml``).
@@ -32,7 +36,8 @@ class PendingRecord:
     def start(cls, run_dir: Path | None, uri: str | None, run_id: str | None, reason: str) -> "PendingRecord":
         """A new record in ``run_dir`` (the current directory when unknown)."""
         path = (run_dir or Path.cwd()) / PENDING_FILE
-        record = cls(path, {"tracking_uri": uri, "run_id": run_id, "reason": reason, "params": {}, "metrics": {},
+        # A URI's password is not written (masked); sync_run_dir takes it from the environment again (store_uri).
+        record = cls(path, {"tracking_uri": mask_uris(uri) if uri else uri, "run_id": run_id, "reason": reason, "params": {}, "metrics": {},
                             "tags": {}, "status": None})
         record._write()
         return record
@@ -53,25 +58,42 @@ class PendingRecord:
 
 
 def scrub_dir(run_dir: Path, secrets: Iterable[str]) -> list[Path]:
-    """Replace every secret value in every file under ``run_dir`` by the mask (``.hydra/`` copies, logs...).
+    """Replace every secret value and every URI password (:func:`~ascendflow.schema.secrets.mask_credentials`) in
+    every file under ``run_dir`` by the mask (``.hydra/`` copies, logs...).
 
     Returns:
         The files that were rewritten.
     """
     secrets = [s for s in secrets if s]
     changed = []
-    if not secrets:
-        return changed
     for path in run_dir.rglob("*"):
         if not path.is_file() or path.is_symlink():
             continue
         data = path.read_bytes()
-        if not any(s.encode() in data for s in secrets):
+        if not any(s.encode() in data for s in secrets) and not URI_PASSWORD_BYTES.search(data):
             continue
-        path.write_bytes(mask_text(data.decode("utf-8", errors="surrogateescape"), secrets)
-                         .encode("utf-8", errors="surrogateescape"))
-        changed.append(path)
+        text = data.decode("utf-8", errors="surrogateescape")
+        masked = mask_credentials(text, secrets)
+        if masked != text:
+            path.write_bytes(masked.encode("utf-8", errors="surrogateescape"))
+            changed.append(path)
     return changed
+
+
+def store_uri(recorded: str) -> str:
+    """The store URI of a pending record: as recorded, or, when its password was masked, ``$MLFLOW_TRACKING_URI``
+    if that is the same URI with its password (the password is never written, so it comes from the environment).
+
+    Raises:
+        ValueError: a masked URI and no matching ``$MLFLOW_TRACKING_URI``.
+    """
+    if mask_uris(recorded) != recorded or MASK not in recorded:
+        return recorded
+    given = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if given and mask_uris(given) == recorded:
+        return given
+    raise ValueError(f"the run's store {recorded} needs its password: export MLFLOW_TRACKING_URI=<the URI with the "
+                     f"password> and sync again")
 
 
 def sync_run_dir(run_dir: Path, client=None) -> str:
@@ -94,7 +116,7 @@ def sync_run_dir(run_dir: Path, client=None) -> str:
 
     path = run_dir / PENDING_FILE
     data = json.loads(path.read_text())
-    client = client or open_client(data["tracking_uri"])
+    client = client or open_client(store_uri(data["tracking_uri"]))
     run_id = data["run_id"]
     existing = client.get_run(run_id).data.params
     params = [Param(k, str(v)) for k, v in sorted(data["params"].items()) if k not in existing]

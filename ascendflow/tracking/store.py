@@ -14,10 +14,12 @@ from typing import Any, Iterator
 
 from ascendflow.interrupts import Terminated, install_sigterm, restore_handlers, stopping, store_call
 from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.secrets import mask_uris
 from ascendflow.schema.tracking import TrackingSpec
 
-__all__ = ["GuardedClient", "Terminated", "artifact_root", "ensure_experiment", "install_sigterm", "open_client",
-           "refuse_unusable_store", "restore_handlers", "store_lock", "tracking_uri", "with_retry"]
+__all__ = ["DiskReserve", "GuardedClient", "StoreFullError", "Terminated", "artifact_root", "disk_full",
+           "ensure_experiment", "existing_store", "install_sigterm", "open_client", "refuse_unusable_store",
+           "restore_handlers", "store_full", "store_lock", "tracking_uri", "unusable_store", "uri_source", "with_retry"]
 
 #: Seconds to wait for a tracking server's ``/health`` before a run or sweep is refused (MLflow's own client would
 #: retry for minutes, printing a urllib3 warning per attempt).
@@ -76,16 +78,17 @@ def refuse_unusable_store(tracking: TrackingSpec, uri: str) -> None:
     import urllib.error
     import urllib.request
 
-    key = "tracking.tracking_uri" if tracking.tracking_uri else "MLFLOW_TRACKING_URI"
+    key = uri_source(tracking)
+    shown = mask_uris(uri)
 
     if "://" not in uri and not uri.startswith(("sqlite:", "databricks")) or uri.startswith("file:"):
-        raise ConfigError(key, uri, "is a path, which MLflow reads as a file store and MLflow >= 3.13 refuses; use "
+        raise ConfigError(key, shown, "is a path, which MLflow reads as a file store and MLflow >= 3.13 refuses; use "
                                     f"sqlite:///{Path(uri.removeprefix('file://')).resolve()}.db or an http(s) "
                                     "tracking server")
     if not uri.startswith(("http://", "https://")):
         return
     try:
-        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=HEALTH_TIMEOUT_S):
+        with urllib.request.urlopen(health_request(uri), timeout=HEALTH_TIMEOUT_S):
             return
     except urllib.error.HTTPError as exc:  # the server answers: MLflow's errors will be about the request, not reach
         if exc.code < 500:
@@ -95,16 +98,167 @@ def refuse_unusable_store(tracking: TrackingSpec, uri: str) -> None:
         reason = getattr(exc, "reason", exc)
         why = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
     also = "; or unset MLFLOW_TRACKING_URI (the local store under outputs/)" if key == "MLFLOW_TRACKING_URI" else ""
-    raise ConfigError(key, uri, f"no MLflow server answers there ({str(why)[:120]}); start it (mlflow server --host "
+    raise ConfigError(key, shown, f"no MLflow server answers there ({str(why)[:120]}); start it (mlflow server --host "
                                 f"HOST --port PORT), or use tracking=server to have ascendflow start one, or a "
                                 f"sqlite:///<path>.db store{also}")
+
+
+def uri_source(tracking: TrackingSpec) -> str:
+    """Where the store's URI came from, as a message names it: ``tracking.tracking_uri`` when the config set it,
+    else the environment variable ``MLFLOW_TRACKING_URI`` (:func:`tracking_uri`'s order)."""
+    return "tracking.tracking_uri" if tracking.tracking_uri else "MLFLOW_TRACKING_URI"
+
+
+def health_request(uri: str):
+    """The ``GET <uri>/health`` request for a tracking server URI: a ``user:password@`` in the URI is taken out of
+    the host and sent as HTTP basic auth (RFC 7617), as MLflow's own client does with
+    ``MLFLOW_TRACKING_USERNAME``/``MLFLOW_TRACKING_PASSWORD`` (``mlflow/utils/rest_utils.py``); ``urlopen`` would
+    otherwise read ``user:password@host`` as the host name."""
+    import base64
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(uri.rstrip("/"))
+    netloc = parts.hostname or ""
+    netloc = f"[{netloc}]" if ":" in netloc else netloc
+    netloc += f":{parts.port}" if parts.port else ""
+    request = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(netloc=netloc)) + "/health")
+    if parts.username is not None:
+        user = urllib.parse.unquote(parts.username)
+        password = urllib.parse.unquote(parts.password or "")
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    return request
+
+
+class StoreFullError(OSError):
+    """The MLflow store's disk is full (SQLite: "database or disk is full"; ``ENOSPC`` writing its files)."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` or anything in its cause/context chain is a full disk."""
+    import errno
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "database or disk is full" in str(exc) \
+                or "No space left on device" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI, else ``None``."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+def unusable_store(tracking: TrackingSpec, uri: str, exc: BaseException) -> Exception:
+    """The one-line error for a store MLflow could not open or write: :class:`StoreFullError` naming the real
+    store path and the MiB left when the disk is full, else a :class:`ConfigError` naming where the URI came from
+    (:func:`uri_source`), the URI with its password masked, MLflow's first line, and the fix."""
+    if disk_full(exc):
+        return store_full(uri)
+    first = mask_uris(str(exc).splitlines()[0][:200]) if str(exc) else ""
+    return ConfigError(uri_source(tracking), mask_uris(uri),
+                       f"cannot be used as an MLflow store ({type(exc).__name__}: {first}); use an absolute "
+                       f"sqlite:///<path>.db or an http(s) server"
+                       + ("; or unset MLFLOW_TRACKING_URI (the local store under outputs/)"
+                          if uri_source(tracking) == "MLFLOW_TRACKING_URI" else ""))
+
+
+def store_full(uri: str) -> StoreFullError:
+    """:class:`StoreFullError` for the store ``uri``: its real path and the MiB free on its file system."""
+    path = sqlite_path(uri)
+    where = path.parent if path is not None else Path.cwd()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    st = os.statvfs(where)
+    free = st.f_bavail * st.f_frsize / (1 << 20)
+    return StoreFullError(f"the MLflow store {path or mask_uris(uri)} cannot be written: disk full ({free:.1f} MiB "
+                          f"free at {where}); free space there, or record elsewhere (tracking.tracking_uri=sqlite:///"
+                          f"<path on another disk>.db)")
+
+
+#: Bytes each run holds in reserve beside a SQLite store (``<db>.reserve-<pid>``), given back the moment the disk
+#: fills: ending a run FAILED with its tags, ``error.txt`` and the run directory's artifacts needs less than this
+#: (a plan run's directory is ~40 KiB, SQLite's rollback journal a few pages).
+RESERVE_BYTES = 1 << 20
+
+
+class DiskReserve:
+    """Room held on a SQLite store's file system so that a run can still end FAILED when the disk fills under it
+    (without it the run stayed RUNNING, issue 20 row 4). A no-op for other stores and when even the reserve does
+    not fit. Reserves left by processes that no longer exist (SIGKILL) are removed by the next one.
+
+    Args:
+        uri: the store's URI.
+    """
+
+    def __init__(self, uri: str) -> None:
+        db = sqlite_path(uri)
+        self.path = db.with_name(f"{db.name}.reserve-{os.getpid()}") if db is not None else None
+        if self.path is None:
+            return
+        for old in self.path.parent.glob(f"{db.name}.reserve-*"):
+            pid = old.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                old.unlink(missing_ok=True)
+        try:
+            with open(self.path, "wb") as f:
+                os.posix_fallocate(f.fileno(), 0, RESERVE_BYTES)
+        except OSError:
+            self.release()
+            self.path = None
+            return
+        import atexit
+
+        atexit.register(self.release)
+
+    def release(self) -> bool:
+        """Give the reserve back; True when there was one."""
+        if self.path is None or not self.path.exists():
+            return False
+        self.path.unlink(missing_ok=True)
+        return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def existing_store(uri: str) -> str:
+    """``uri`` for a command that only reads the store (``compare``): a SQLite store whose file does not exist is
+    refused instead of opened, since MLflow creates and migrates the database on first use (read-only commands
+    create nothing). Other stores are returned as they are.
+
+    Raises:
+        FileNotFoundError: the SQLite file does not exist (the message names its path and the fix).
+    """
+    path = sqlite_path(uri)
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"no MLflow store at {path} (nothing was recorded here yet): run `python -m "
+                                f"ascendflow` first, or pass --tracking-uri / set MLFLOW_TRACKING_URI to the store")
+    return uri
 
 
 def open_client(uri: str):
     """An ``MlflowClient`` on ``uri`` (a :class:`GuardedClient`) whose store exists and is migrated (first use under
     :func:`store_lock`)."""
+    import logging
+
     from mlflow.tracking import MlflowClient
 
+    # MLflow logs every SQLAlchemy error with its traceback before raising it (mlflow/store/db/utils.py
+    # make_managed_session, ~85 lines each, 8 retries on a full disk): the error is raised and reported on one line.
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     with store_lock(uri):
         client = GuardedClient(MlflowClient(tracking_uri=uri))
         with_retry(lambda: client.search_experiments(max_results=1))
@@ -142,8 +296,8 @@ def with_retry(call, attempts: int = 8):
     for attempt in range(attempts):
         try:
             return call()
-        except MlflowException:
-            if attempt == attempts - 1 or stopping():
+        except MlflowException as exc:
+            if attempt == attempts - 1 or stopping() or disk_full(exc):  # a full disk stays full
                 raise
             time.sleep(0.25 * (attempt + 1))
     raise AssertionError("unreachable")

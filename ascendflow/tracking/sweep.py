@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from ascendflow.capacity.pruning import KEY as PRUNING_KEY
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
-from ascendflow.schema.secrets import mask_text, secret_values
+from ascendflow.schema.secrets import mask_credentials, mask_uris, secret_values
 from ascendflow.secret_logging import override_secrets
 from ascendflow.tracking.capacity_ranking import record_on_parent
 from ascendflow.tracking.cluster import (SWEEP_ENV, publish_sweep, published_sweep, refuse_local_store, start_server,
@@ -153,6 +153,7 @@ def refuse_bad_search_space(config: DictConfig) -> None:
             ``workload.*``/``slo.*``.
     """
     choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
+    refuse_bad_group_options(config, choices)
     added = {o.split("=", 1)[0].lstrip("+") for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []
              if o.startswith("+")}
     for name in swept_keys(config):
@@ -175,6 +176,35 @@ def refuse_bad_search_space(config: DictConfig) -> None:
         raise ConfigError(held[0], OmegaConf.select(config, held[0], default=None),
                           "a capacity search varies the load itself and holds the workload and SLO fixed; sweep "
                           "server knobs (engine.*, graph, parallel.*, quantization) and run one sweep per workload")
+
+
+def refuse_bad_group_options(config: DictConfig, choices: Any) -> None:
+    """Every option a command-line sweep gives a config group (``model=smolm2,smollm2_135m``) must exist: Hydra
+    would fail the first job with its 25-line block and leave the other jobs unrun. The options are those of Hydra's
+    config repository (the ``conf/`` search path and plugins), as ``refuse_bad_overrides`` lists them for a single
+    run.
+
+    Raises:
+        ConfigError: the group, the option that does not exist, and the options there are.
+    """
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not GlobalHydra.instance().is_initialized():
+        return
+    loader = GlobalHydra.instance().config_loader()
+    overrides = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
+    for o in OverridesParser.create().parse_overrides(overrides):
+        group = o.get_key_element().lstrip("+~")
+        if not o.is_sweep_override() or group not in choices or "@" in group:
+            continue
+        known = set(loader.get_group_options(group))
+        if not known:
+            continue
+        for option in o.sweep_string_iterator():
+            if option not in known:
+                raise ConfigError(group, option, f"is not an option of the '{group}' group, so no job could use it; "
+                                                 f"pick from: {', '.join(sorted(known))}")
 
 
 def refuse_bad_shared_values(config: DictConfig) -> None:
@@ -344,7 +374,7 @@ class MlflowSweepCallback(Callback):
         marked = list(OmegaConf.select(config, "ascend.secret_env", default=[]) or [])
         task = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
         secrets = [*secret_values(env, marked).values(), *override_secrets(task)]  # a swept secret: each choice
-        overrides = mask_text(" ".join(task), secrets)
+        overrides = mask_credentials(" ".join(task), secrets)
         run = client.create_run(experiment_id, run_name=f"sweep {sweep_dir.parent.name}/{sweep_dir.name}",
                                 tags={**version_tags(), **process_tags(), "ascendflow.sweep": "parent",
                                       "sweep_dir": str(sweep_dir), "sweep.overrides": overrides[:5000],
@@ -357,7 +387,8 @@ class MlflowSweepCallback(Callback):
         ACTIVE["sweep"] = sweep
         self.sweep = sweep  # pickled with the callback into every job's process (on_job_start)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / SWEEP_FILE).write_text(json.dumps(sweep))
+        # The file is a record (jobs get the sweep from on_job_start): a URI's password is not written into it.
+        (sweep_dir / SWEEP_FILE).write_text(json.dumps({**sweep, "tracking_uri": mask_uris(uri)}))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         """In the job's own process (this one, a Ray worker, a submitit job): hand it the parent run
