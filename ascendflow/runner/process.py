@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Sequence
+
+from ascendflow.runner.watchdog import ORPHAN_GRACE_S
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -26,8 +29,10 @@ class ManagedProcess:
     Use as a context manager: on exit (normal, exception or Ctrl-C) the leader gets SIGTERM first (vLLM's server then
     shuts its engine core down in order), the rest of the group gets SIGTERM once the leader is gone or after half the
     grace period, and SIGKILL after ``grace_s`` seconds if any member is still alive, so vLLM's engine-core children
-    never outlive the run. On Linux the leader also gets SIGTERM if this process dies, even by SIGKILL
-    (``PR_SET_PDEATHSIG``).
+    never outlive the run. If this process dies, even by SIGKILL, the whole group is stopped too: the leader gets
+    SIGTERM from the kernel (Linux ``PR_SET_PDEATHSIG``) and a watchdog process (:mod:`ascendflow.runner.watchdog`,
+    started beside the group) sends the group SIGTERM, then SIGKILL after ``ORPHAN_GRACE_S`` (3 s): vLLM's engine
+    core and workers are the leader's children, which no parent-death signal of ours reaches.
 
     Args:
         argv: command line.
@@ -42,6 +47,7 @@ class ManagedProcess:
         self.log_path = log_path
         self.grace_s = grace_s
         self.proc: subprocess.Popen | None = None
+        self.watchdog: subprocess.Popen | None = None
 
     def __enter__(self) -> "ManagedProcess":
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -49,6 +55,7 @@ class ManagedProcess:
             self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True,
                                          preexec_fn=_die_with_parent)
+        self.watchdog = start_watchdog(self.proc.pid)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -108,3 +115,29 @@ class ManagedProcess:
         # Reap stragglers of the group that were killed after the leader exited.
         while self._group_alive(pgid) and time.monotonic() < deadline + 10:
             time.sleep(0.2)
+        self._stop_watchdog()
+
+    def _stop_watchdog(self) -> None:
+        """End and reap the watchdog (it exits by itself within ``POLL_S`` once the group is gone)."""
+        if self.watchdog is None:
+            return
+        if self.watchdog.poll() is None:
+            self.watchdog.terminate()
+        try:
+            self.watchdog.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGTERM is not ignored by the watchdog
+            self.watchdog.kill()
+        self.watchdog = None
+
+
+#: The watchdog script, run by path with ``python -I`` so that it imports no package (about 20 ms to start).
+_WATCHDOG = Path(__file__).with_name("watchdog.py")
+
+
+def start_watchdog(pgid: int) -> subprocess.Popen:
+    """Start :mod:`ascendflow.runner.watchdog` for process group ``pgid``, watching this process, in a session of its
+    own (a Ctrl-C or a kill aimed at this process's group does not reach it), with no environment of the run (it
+    carries no ``ASCENDFLOW_RUN_DIR``, so it is never taken for an engine process)."""
+    return subprocess.Popen([sys.executable, "-I", str(_WATCHDOG), str(os.getpid()), str(pgid), str(ORPHAN_GRACE_S)],
+                            env={"PATH": os.environ.get("PATH", "")}, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

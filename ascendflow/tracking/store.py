@@ -102,11 +102,12 @@ def refuse_unusable_store(tracking: TrackingSpec, uri: str) -> None:
 
 def open_client(uri: str):
     """An ``MlflowClient`` on ``uri`` (a :class:`GuardedClient`) whose store exists and is migrated (first use under
-    :func:`store_lock`)."""
+    :func:`store_lock`, SIGTERM/Ctrl-C held back until it is done: :func:`store_call`)."""
     from mlflow.tracking import MlflowClient
 
     with store_lock(uri):
-        client = GuardedClient(MlflowClient(tracking_uri=uri))
+        with store_call():  # the constructor opens the store: a new SQLite store is created and migrated here
+            client = GuardedClient(MlflowClient(tracking_uri=uri))
         with_retry(lambda: client.search_experiments(max_results=1))
     return client
 
