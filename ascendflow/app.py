@@ -30,6 +30,7 @@ from ascendflow.capacity.sweep_predictions import record_measured, record_pruned
 from ascendflow.runner.capacity_run import serve_and_search
 from ascendflow.runner.engine_metrics import summary_line
 from ascendflow.runner.local import run_offline, serve_and_benchmark
+from ascendflow.runner.neighbours import concurrency_warning
 from ascendflow.runner.server import EngineStartError
 from ascendflow.rehearsal.job import check_rehearsable, rehearsal_plan
 from ascendflow.rehearsal.nodes import argv_diff, rehearse
@@ -223,6 +224,9 @@ def _run_job(cfg: DictConfig, tracking: TrackingSpec) -> float | tuple[float, fl
         # the plan's predictions were logged before the engine started; a rehearsal logs its own scaled plan's
         tracked.log_metrics({**(_plan_metrics(plan) if plan is not target else {}), **record["metrics"]})
         _check_requests(mode, record, spec.run, tracked)
+        if others := outcome.get("concurrent_engines"):  # the machine was shared while it measured
+            tracked.set_tags({"concurrent_engines": str(len(others))})
+            console.warn_lines([concurrency_warning(set(others))])
         tracked.end("FINISHED", run_dir)
         console.memory_waterfall(plan.memory.model_dump(), kv_capacity_line(plan))
         console.summary(f"ascendflow · {mode} · plan {plan.plan_hash}", summary_rows(plan, record, written),
