@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from ascendflow.interrupts import spawning
 from ascendflow.runner.watchdog import ORPHAN_GRACE_S
 
 
@@ -51,11 +52,16 @@ class ManagedProcess:
 
     def __enter__(self) -> "ManagedProcess":
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
-        self.watchdog = start_watchdog(self.proc.pid)
+        try:
+            # The group and its watchdog start together: a signal is raised only once both run (interrupts.spawning)
+            with spawning(), open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, start_new_session=True,
+                                             preexec_fn=_die_with_parent)
+                self.watchdog = start_watchdog(self.proc.pid)
+        except BaseException:
+            self.stop()  # a `with` whose __enter__ raised never calls __exit__
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:

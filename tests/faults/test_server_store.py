@@ -46,15 +46,25 @@ def _interrupt_when(cwd: Path, ready, what: str) -> int:
             proc.kill()
 
 
+def _new_log_for(logs: Path, seconds: float):
+    """A readiness check: a server log that was not there at the call has existed for ``seconds``."""
+    before, seen = set(logs.glob("*.log")), []
+
+    def ready() -> bool:
+        if not seen and set(logs.glob("*.log")) - before:
+            seen.append(time.monotonic())
+        return bool(seen) and time.monotonic() - seen[0] >= seconds
+
+    return ready
+
+
 def test_ctrl_c_while_the_run_s_server_starts_never_breaks_its_store(tmp_path):
     root = tmp_path / "outputs" / "mlflow" / "server"
     logs = root / "logs"
     codes = {"store created": _interrupt_when(tmp_path, lambda: (root / "mlflow.db").exists(), "the store file")}
-    # the server process started (importing MLflow, opening the store), and 1.5 s into its start
+    # the server process just started (importing MLflow), and 1.5 s into its start (opening the store)
     for what, after_s in (("server started", 0.0), ("server starting", 1.5)):
-        before, started = set(logs.glob("*.log")), time.monotonic()
-        codes[what] = _interrupt_when(tmp_path, lambda: set(logs.glob("*.log")) - before and
-                                      time.monotonic() - started > after_s, what)
+        codes[what] = _interrupt_when(tmp_path, _new_log_for(logs, after_s), what)
     assert set(codes.values()) <= {130}, (codes, (tmp_path / "stderr.txt").read_text()[-3000:])
     wait_for(lambda: not _server_processes(root), 10, "no MLflow server left", 0.2)
 
