@@ -135,3 +135,51 @@ def test_the_engine_dies_with_its_sigkilled_runner_in_every_window(tmp_path):
     print(results)
     assert set(results) == set(windows), f"not every window was reached: {results}"
     assert all(took is not None for took, _ in results.values()), results
+
+
+def test_ctrl_c_to_a_ray_served_sweep_while_job_0_loads_leaves_no_engine_and_no_running_run(tmp_path):
+    """Issue 20 rows 12j and 12b: the README's Ray served sweep, Ctrl-C (SIGINT to its whole process group, as a
+    terminal sends it) while job 0's engine loads the model."""
+    from ascendflow.schema.tracking import TrackingSpec
+    from ascendflow.tracking.server import TrackingServer
+    from tests.e2e.helpers import mlflow_runs
+    from tests.e2e.test_cluster_sweeps import cluster_processes
+
+    before = cluster_processes(tmp_path)
+    args = ["-m", "hydra/launcher=ray_local", "tracking=server", "run.mode=serve", "workload.num_prompts=4",
+            "engine.seed=0,1"]
+    sweep = subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=tmp_path, env=dict(os.environ),
+                             stdout=open(tmp_path / "out.txt", "w"), stderr=open(tmp_path / "err.txt", "w"),
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and sweep.poll() is None and not any(
+                "Starting to load model" in log.read_text(errors="replace")
+                for log in tmp_path.glob("outputs/multirun/*/*/*/engine.log")):
+            time.sleep(0.2)
+        assert sweep.poll() is None, (tmp_path / "err.txt").read_text()[-3000:]
+        tree = descendants(sweep.pid)
+        assert any("EngineCore" in " ".join(p.cmdline()) + p.name() for p in tree if p.is_running()), tree
+        os.killpg(sweep.pid, signal.SIGINT)
+        code = sweep.wait(timeout=120)
+        exited = time.monotonic()
+        deadline = exited + GONE_WITHIN_S
+        while still_alive(tree) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left, took = still_alive(tree), time.monotonic() - exited
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    for member in tree:  # leave nothing behind, whatever the outcome
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if member.is_running():
+                member.kill()
+    err = (tmp_path / "err.txt").read_text()
+    print(f"sweep exited {code}; its processes gone {took:.1f} s later")
+    assert code == 130, err[-3000:]
+    assert left == [], left
+    assert cluster_processes(tmp_path) == before
+    with TrackingServer(TrackingSpec(), tmp_path / "outputs") as server:
+        runs = mlflow_runs(server.uri)
+    assert sorted((r.data.tags.get("ascendflow.sweep", r.info.run_name), r.info.status) for r in runs) == [
+        ("engine.seed=0", "KILLED"), ("parent", "KILLED")], [(r.info.run_name, r.info.status) for r in runs]
