@@ -7,16 +7,20 @@ finished starting and answered ``/health`` until killed by hand (issue 20, row 1
 children of the API server, so a parent-death signal set by the runner never reaches them, and they ignore SIGTERM
 while they start (row 12j: found 45 minutes later, re-parented to init).
 
-The watchdog is a child of the runner in a session of its own (a Ctrl-C on the terminal or a kill of the runner's
-group does not reach it). It polls its parent: once the parent is gone (``os.getppid()`` changes when the kernel
-re-parents an orphan; thread-independent, unlike ``PR_SET_PDEATHSIG``) it sends SIGTERM to the whole group, SIGKILL
-after :data:`ORPHAN_GRACE_S`, and exits. It exits by itself as soon as the group is gone (a normal end). It imports
-only the standard library and runs as a script (``python -I watchdog.py``: ~20 ms to start, no package import).
+The watchdog is started by the runner in a session of its own and detaches at once (it forks and its first process
+exits, so it is adopted by init): a Ctrl-C on the terminal, a kill of the runner's group, or Ray's raylet killing the
+direct children of a dead worker (``kill_child_processes_on_worker_exit``: it SIGKILLed the API server and a watchdog
+that was the worker's child, leaving the engine core and worker behind) do not reach it. It holds a pidfd of the
+runner (``os.pidfd_open``, Linux >= 5.3, opened while the runner is its parent, so never a reused pid): once the
+runner is gone, even by SIGKILL, it sends SIGTERM to the whole group, SIGKILL after :data:`ORPHAN_GRACE_S`, and exits.
+It exits by itself as soon as the group is gone (a normal end). It imports only the standard library and runs as a
+script (``python -I watchdog.py``: ~20 ms to start, no package import).
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
 import time
@@ -56,21 +60,33 @@ def kill_group(pgid: int, grace_s: float = ORPHAN_GRACE_S) -> None:
         pass
 
 
-def watch(parent_pid: int, pgid: int, grace_s: float = ORPHAN_GRACE_S) -> int:
-    """Wait until ``parent_pid`` is gone (then stop group ``pgid``: :func:`kill_group`) or the group is gone.
+def watch(runner_fd: int, pgid: int, grace_s: float = ORPHAN_GRACE_S) -> int:
+    """Wait until the runner (``runner_fd``: its pidfd, readable once it exited) is gone, then stop group ``pgid``
+    (:func:`kill_group`), or until the group is gone.
 
     Returns:
         0 when the group ended by itself, 1 when the watchdog stopped it.
     """
     while True:
-        if os.getppid() != parent_pid:
+        readable, _, _ = select.select([runner_fd], [], [], POLL_S)
+        if readable:
             kill_group(pgid, grace_s)
             return 1
         if not group_alive(pgid):
             return 0
-        time.sleep(POLL_S)
+
+
+def main(runner_pid: int, pgid: int, grace_s: float) -> int:  # pragma: no cover - runs in the watchdog process
+    """Open the runner's pidfd while it is this process's parent, detach (fork; the first process exits), watch."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    runner_fd = os.pidfd_open(runner_pid)
+    if os.getppid() != runner_pid:  # the runner died before its pid could be pinned
+        kill_group(pgid, grace_s)
+        return 1
+    if os.fork() > 0:
+        os._exit(0)  # the runner reaps this first process at once; the watchdog goes on, adopted by init
+    return watch(runner_fd, pgid, grace_s)
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a separate process by ManagedProcess
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(watch(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])))
+    sys.exit(main(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])))

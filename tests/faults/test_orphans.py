@@ -23,6 +23,13 @@ pytestmark = pytest.mark.e2e
 GONE_WITHIN_S = 10
 
 
+#: The sweep's ``run.shutdown_grace_s``: the Ray worker interrupted with the sweep stops its engine itself (SIGTERM,
+#: SIGKILL after this), unless Ray kills the worker first (then the watchdog does, SIGKILL after 3 s).
+GRACE_S = 4
+#: Seconds after the sweep's exit within which nothing of the job may be left.
+SWEEP_GONE_WITHIN_S = GRACE_S + GONE_WITHIN_S
+
+
 def _engine_log(run_dir: Path) -> str:
     path = run_dir / "engine.log"
     return path.read_text(errors="replace") if path.exists() else ""
@@ -147,7 +154,7 @@ def test_ctrl_c_to_a_ray_served_sweep_while_job_0_loads_leaves_no_engine_and_no_
 
     before = cluster_processes(tmp_path)
     args = ["-m", "hydra/launcher=ray_local", "tracking=server", "run.mode=serve", "workload.num_prompts=4",
-            "engine.seed=0,1"]
+            f"run.shutdown_grace_s={GRACE_S}", "engine.seed=0,1"]
     sweep = subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=tmp_path, env=dict(os.environ),
                              stdout=open(tmp_path / "out.txt", "w"), stderr=open(tmp_path / "err.txt", "w"),
                              start_new_session=True)
@@ -163,7 +170,7 @@ def test_ctrl_c_to_a_ray_served_sweep_while_job_0_loads_leaves_no_engine_and_no_
         os.killpg(sweep.pid, signal.SIGINT)
         code = sweep.wait(timeout=120)
         exited = time.monotonic()
-        deadline = exited + GONE_WITHIN_S
+        deadline = exited + SWEEP_GONE_WITHIN_S
         while still_alive(tree) and time.monotonic() < deadline:
             time.sleep(0.2)
         left, took = still_alive(tree), time.monotonic() - exited
@@ -177,7 +184,7 @@ def test_ctrl_c_to_a_ray_served_sweep_while_job_0_loads_leaves_no_engine_and_no_
     err = (tmp_path / "err.txt").read_text()
     print(f"sweep exited {code}; its processes gone {took:.1f} s later")
     assert code == 130, err[-3000:]
-    assert left == [], left
+    assert left == [], "\n".join(left)
     assert cluster_processes(tmp_path) == before
     with TrackingServer(TrackingSpec(), tmp_path / "outputs") as server:
         runs = mlflow_runs(server.uri)
