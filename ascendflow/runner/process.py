@@ -121,13 +121,14 @@ class ManagedProcess:
         while self._group_alive(pgid) and time.monotonic() < deadline + 10:
             time.sleep(0.2)
 
+
 #: The watchdog script, run by path with ``python -I`` so that it imports no package (about 20 ms to start).
 _WATCHDOG = Path(__file__).with_name("watchdog.py")
 
 
 def start_watchdog(pgid: int) -> None:
     """Start :mod:`ascendflow.runner.watchdog` for process group ``pgid``, watching this process, in a session of its
-    own, and wait for it to detach (its first process exits once it holds this process's pidfd; ~50 ms). It has no
+    own, and wait for it to detach (its first process exits once it holds this process's pidfd; ~50 ms here). It has no
     environment of the run (it carries no ``ASCENDFLOW_RUN_DIR``, so it is never taken for an engine process) and
     exits by itself once the group is gone."""
     subprocess.run([sys.executable, "-I", str(_WATCHDOG), str(os.getpid()), str(pgid), str(ORPHAN_GRACE_S)],
