@@ -6,6 +6,7 @@ from ascendflow import console
 from ascendflow.compiler import Plan
 from ascendflow.modes.base import Job, Mode, Outcome
 from ascendflow.runner.local import serve_and_benchmark
+from ascendflow.runner.neighbours import concurrency_warning
 from ascendflow.runner.versions import verify_installed
 from ascendflow.schema import RunSpec
 
@@ -29,4 +30,9 @@ class ServeMode(Mode):
         with job.tracked.system_metrics():
             verify_installed(plan.target.engine)
             with console.step("serve + benchmark (vLLM server, vLLM's benchmark client)") as update:
-                return Outcome(plan, serve_and_benchmark(plan, job.spec, job.run_dir, update, job.secrets))
+                result = serve_and_benchmark(plan, job.spec, job.run_dir, update, job.secrets)
+        outcome = Outcome(plan, result)
+        if others := result.get("concurrent_engines"):  # the machine was shared while it measured
+            outcome.tags["concurrent_engines"] = str(len(others))
+            outcome.warnings.append(concurrency_warning(set(others)))
+        return outcome

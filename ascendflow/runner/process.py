@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Sequence
+
+from ascendflow.interrupts import spawning
+from ascendflow.runner.watchdog import ORPHAN_GRACE_S
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -26,8 +30,10 @@ class ManagedProcess:
     Use as a context manager: on exit (normal, exception or Ctrl-C) the leader gets SIGTERM first (vLLM's server then
     shuts its engine core down in order), the rest of the group gets SIGTERM once the leader is gone or after half the
     grace period, and SIGKILL after ``grace_s`` seconds if any member is still alive, so vLLM's engine-core children
-    never outlive the run. On Linux the leader also gets SIGTERM if this process dies, even by SIGKILL
-    (``PR_SET_PDEATHSIG``).
+    never outlive the run. If this process dies, even by SIGKILL, the whole group is stopped too: the leader gets
+    SIGTERM from the kernel (Linux ``PR_SET_PDEATHSIG``) and a watchdog process (:mod:`ascendflow.runner.watchdog`,
+    started beside the group) sends the group SIGTERM, then SIGKILL after ``ORPHAN_GRACE_S`` (3 s): vLLM's engine
+    core and workers are the leader's children, which no parent-death signal of ours reaches.
 
     Args:
         argv: command line.
@@ -45,10 +51,16 @@ class ManagedProcess:
 
     def __enter__(self) -> "ManagedProcess":
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+        try:
+            # The group and its watchdog start together: a signal is raised only once both run (interrupts.spawning)
+            with spawning(), open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, start_new_session=True,
+                                             preexec_fn=_die_with_parent)
+                start_watchdog(self.proc.pid)
+        except BaseException:
+            self.stop()  # a `with` whose __enter__ raised never calls __exit__
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -108,3 +120,17 @@ class ManagedProcess:
         # Reap stragglers of the group that were killed after the leader exited.
         while self._group_alive(pgid) and time.monotonic() < deadline + 10:
             time.sleep(0.2)
+
+
+#: The watchdog script, run by path with ``python -I`` so that it imports no package (about 20 ms to start).
+_WATCHDOG = Path(__file__).with_name("watchdog.py")
+
+
+def start_watchdog(pgid: int) -> None:
+    """Start :mod:`ascendflow.runner.watchdog` for process group ``pgid``, watching this process, in a session of its
+    own, and wait for it to detach (its first process exits once it holds this process's pidfd; ~50 ms here). It has no
+    environment of the run (it carries no ``ASCENDFLOW_RUN_DIR``, so it is never taken for an engine process) and
+    exits by itself once the group is gone."""
+    subprocess.run([sys.executable, "-I", str(_WATCHDOG), str(os.getpid()), str(pgid), str(ORPHAN_GRACE_S)],
+                   env={"PATH": os.environ.get("PATH", "")}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, start_new_session=True, timeout=30, check=False)

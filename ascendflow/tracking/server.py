@@ -10,6 +10,7 @@ stopped when the run or sweep ends, raises, or is interrupted, and it gets SIGTE
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 import time
@@ -19,10 +20,24 @@ from pathlib import Path
 from ascendflow.runner.process import ManagedProcess
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
-from ascendflow.tracking.store import store_lock
+from ascendflow.tracking.store import open_client, store_lock
 
 #: Seconds to wait for ``/health`` of a starting server (measured here: about 6 s on 2 cores, mlflow 3.17.2).
 START_TIMEOUT_S = 90
+
+
+#: A Python exception line in a log: ``sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) table ...``.
+_EXCEPTION_LINE = re.compile(r"^\(?[A-Za-z_][\w.]*(Error|Exception|Exit)\)?\b.*\S")
+
+
+def error_line(text: str) -> str:
+    """The line of ``text`` (a server log, an exception's message) that says what went wrong, at most 200
+    characters: the last Python exception line, else the last line that is not SQLAlchemy's
+    "(Background on this error at: …)" footer or a ``[SQL: …]`` echo, else ``(empty log)``."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    useful = [ln for ln in lines if not ln.startswith(("(Background on this error", "[SQL:", "[parameters:"))]
+    found = [ln for ln in useful if _EXCEPTION_LINE.match(ln)]
+    return ((found or useful or ["(empty log)"])[-1])[:200]
 
 
 class ServerStartError(RuntimeError):
@@ -91,24 +106,42 @@ class TrackingServer:
                 *(["--allowed-hosts", "*"] if self.host not in ("127.0.0.1", "localhost", "::1") else [])]
 
     def start(self) -> str:
-        """Start the server and wait until ``/health`` answers; returns :attr:`uri`.
+        """Create and migrate the SQLite store in this process (:func:`~ascendflow.tracking.store.open_client`: under
+        the store's ``flock``, SIGTERM/Ctrl-C held back until it is done), then start the server and wait until
+        ``/health`` answers; returns :attr:`uri`. The server thus never migrates: a server stopped during its
+        first migration (Ctrl-C 2-5 s into a ``tracking=server`` run) left a half-migrated store that every later
+        run refused ("table _alembic_tmp_experiments already exists", issue 20 row 12a). The server is stopped if
+        anything, a signal included, interrupts the start.
 
         Raises:
-            ServerStartError: the server exited or did not answer in time (it is stopped; its log is named).
+            ServerStartError: the store cannot be opened, or the server exited or did not answer in time (it is
+                stopped); the message quotes the error line (:func:`error_line`) and names the log.
         """
+        from mlflow.exceptions import MlflowException
+        from sqlalchemy.exc import SQLAlchemyError
+
         self.root.mkdir(parents=True, exist_ok=True)
+        store = f"sqlite:///{self.root}/mlflow.db"
+        try:
+            open_client(store)
+        except (MlflowException, SQLAlchemyError) as exc:
+            raise ServerStartError(f"the MLflow store {self.root / 'mlflow.db'} cannot be opened "
+                                   f"({error_line(str(exc))}); move it aside to start a new one") from None
         env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_TRACKING_")}
-        # First use creates and migrates the SQLite schema: serialised with other runs on this store (store_lock).
-        with store_lock(f"sqlite:///{self.root}/mlflow.db"):
-            self.process = ManagedProcess(self.argv(), env, self.log_path, grace_s=10).__enter__()
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while not _healthy(self.uri):
-                if self.process.returncode is not None or time.monotonic() > deadline:
-                    self.stop()
-                    tail = self.log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["(empty log)"]
-                    raise ServerStartError(f"the MLflow tracking server did not start on {self.host}:{self.port} "
-                                           f"({tail[0][:200]}); see {self.log_path}")
-                time.sleep(0.3)
+        try:
+            with store_lock(store):
+                self.process = ManagedProcess(self.argv(), env, self.log_path, grace_s=10).__enter__()
+                deadline = time.monotonic() + START_TIMEOUT_S
+                while not _healthy(self.uri):
+                    if self.process.returncode is not None or time.monotonic() > deadline:
+                        self.stop()
+                        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+                        raise ServerStartError(f"the MLflow tracking server did not start on {self.host}:{self.port} "
+                                               f"({error_line(text)}); see {self.log_path}")
+                    time.sleep(0.3)
+        except BaseException:
+            self.stop()
+            raise
         return self.uri
 
     def browse_command(self) -> str:

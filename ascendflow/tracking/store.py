@@ -251,7 +251,7 @@ def existing_store(uri: str) -> str:
 
 def open_client(uri: str):
     """An ``MlflowClient`` on ``uri`` (a :class:`GuardedClient`) whose store exists and is migrated (first use under
-    :func:`store_lock`)."""
+    :func:`store_lock`, SIGTERM/Ctrl-C held back until it is done: :func:`store_call`)."""
     import logging
 
     from mlflow.tracking import MlflowClient
@@ -260,7 +260,8 @@ def open_client(uri: str):
     # make_managed_session, ~85 lines each, 8 retries on a full disk): the error is raised and reported on one line.
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     with store_lock(uri):
-        client = GuardedClient(MlflowClient(tracking_uri=uri))
+        with store_call():  # the constructor opens the store: a new SQLite store is created and migrated here
+            client = GuardedClient(MlflowClient(tracking_uri=uri))
         with_retry(lambda: client.search_experiments(max_results=1))
     return client
 

@@ -64,6 +64,9 @@ def test_engine_killed_mid_benchmark_fails_the_run_keeps_the_partial_result_and_
     assert proc.returncode == 1, stderr[-3000:]
     assert "engine died during the benchmark" in stderr
     assert "the engine core process exited unexpectedly" in stderr, stderr[-3000:]
+    # The error is the last thing printed: no interpreter teardown noise ("nanobind: leaked …") after it.
+    assert "nanobind" not in stderr and stderr.rstrip().endswith(
+        (run_dir / "error.txt").read_text().rstrip().splitlines()[-1]), stderr[-3000:]
     time.sleep(1)
     assert len(tree) >= 3  # API server, engine core, benchmark client (and helpers)
     assert still_alive(tree) == [] and leftover_engine_processes(run_dir) == []

@@ -62,3 +62,19 @@ def test_an_engine_failure_is_one_line_and_the_traceback_stays_in_the_log(tmp_pa
         f"specified: '/m'. (log: {log})")
     log.write_text("INFO starting\nthe last thing it said\n")  # no error line found: the log's last line, still one
     assert engine_failure("engine died", log) == f"engine died: the last thing it said (log: {log})"
+
+
+def test_the_tail_under_an_engine_error_leaves_out_nanobind_s_teardown_report(tmp_path):
+    """Issue 20 row 12h: vLLM's API server prints nanobind's leak report as it exits; the tail shows the log's
+    last real lines instead."""
+    from ascendflow.runner.engine_log import log_tail
+
+    log = tmp_path / "engine.log"
+    log.write_text("(APIServer pid=1) ERROR 12-02 01:42:30 [core_client.py:600] Engine core proc EngineCore died "
+                   "unexpectedly, shutting down client.\n"
+                   "nanobind: leaked 41 instances!\n - leaked instance 0x7f of type \"triton._C.libtriton.ir.context\"\n"
+                   " - ... skipped remainder\nnanobind: leaked 514 functions!\n - leaked function \"create_erf\"\n"
+                   " - ... skipped remainder\nnanobind: this is likely caused by a reference counting issue in the "
+                   "binding code.\nSee https://nanobind.readthedocs.io/en/latest/refleaks.html\n")
+    tail = log_tail(log)
+    assert "nanobind" not in tail and tail.endswith("shutting down client."), tail

@@ -75,6 +75,36 @@ def test_the_engine_dies_with_a_runner_killed_by_sigkill(tmp_path):
                      or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE)
 
 
+STUBBORN_RUNNER = """
+import sys, time
+from pathlib import Path
+from ascendflow.runner.process import ManagedProcess
+with ManagedProcess([sys.executable, "-c", sys.argv[2]], {}, Path(sys.argv[1]), grace_s=1) as p:
+    print(p.proc.pid, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_child_of_the_engine_that_ignores_sigterm_dies_with_a_sigkilled_runner(tmp_path):
+    """The shape of issue 20 rows 12k/12j: vLLM's engine core is the server's child (no parent-death signal of the
+    runner reaches it) and ignores SIGTERM while it starts; the watchdog stops the whole group, SIGKILL after 3 s."""
+    log = tmp_path / "child.log"
+    runner = subprocess.Popen([sys.executable, "-c", STUBBORN_RUNNER, str(log), STUBBORN], stdout=subprocess.PIPE,
+                              text=True)
+    leader = int(runner.stdout.readline())
+    assert _wait_for(lambda: "child" in log.read_text() and "parent" in log.read_text())
+    child = int(log.read_text().split("parent ")[1].split()[0])
+    runner.kill()
+    runner.wait(timeout=10)
+    killed = time.monotonic()
+
+    def gone(pid: int) -> bool:
+        return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+    assert _wait_for(lambda: gone(leader) and gone(child), timeout=10)
+    assert time.monotonic() - killed < 6  # poll 0.25 s + 3 s grace, on a loaded machine
+
+
 def test_a_dead_engine_process_is_described_by_its_real_exit(tmp_path):
     """engine_down on real processes: killed by a signal, exited 0 (what vLLM's server does on SIGTERM) and 3."""
     from ascendflow.runner.server import engine_down
