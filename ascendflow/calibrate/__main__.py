@@ -176,10 +176,14 @@ def main(argv: list[str] | None = None) -> int:
         console.fail_line(str(exc))
         return 2
     calibration = calibrate(plan, facts)
-    name = calibration.plan_hash or (target.run.run_id if target and target.run else "log-only")
-    json_path = write_json(calibration, Path.cwd() / "outputs" / "calibration" / name)
     title = f"calibration · {args.engine_log.name} · plan {calibration.plan_hash or '— (no plan)'}"
     print_table(calibration, title)
+    if target is None:  # the log alone is only read: nothing is written or recorded (issue 20 row 12g)
+        console.console.print("nothing written: give --plan PLAN or --run RUN_ID to record this log's errors",
+                              soft_wrap=True, markup=False)
+        return 0
+    name = calibration.plan_hash or (target.run.run_id if target.run else "run")
+    json_path = write_json(calibration, Path.cwd() / "outputs" / "calibration" / name)
     console.console.print(f"written: {json_path}", soft_wrap=True, markup=False)
     if target is not None:
         run_id = record(target, calibration, args.engine_log, json_path)

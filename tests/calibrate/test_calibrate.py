@@ -190,3 +190,15 @@ def test_plan_is_recorded_on_the_run_whose_directory_holds_it(tmp_path, mlflow_u
     client, runs = _all_runs(mlflow_uri)
     recorded = [r for r in runs if "calib.max_concurrency.log" in client.get_run(r.info.run_id).data.metrics]
     assert [r.data.tags["run_dir"] for r in recorded] == [str(first_plan.parent)]
+
+
+def test_the_log_alone_is_read_and_nothing_is_created(tmp_path):
+    """Issue 20 row 12g: ``calibrate LOG`` alone in a directory without a store created ``outputs/calibration/…``
+    before printing; a read-only use creates nothing (no ``outputs/``, no store)."""
+    (tmp_path / "engine.log").write_text(ex.V0110RC0_300I_DUO)
+    proc = subprocess.run([sys.executable, "-m", "ascendflow.calibrate", "engine.log"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert "182784" in proc.stdout.replace(",", "") and "nothing written" in proc.stdout, proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["engine.log"]
