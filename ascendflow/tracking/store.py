@@ -85,6 +85,11 @@ def refuse_unusable_store(tracking: TrackingSpec, uri: str) -> None:
         raise ConfigError(key, shown, "is a path, which MLflow reads as a file store and MLflow >= 3.13 refuses; use "
                                     f"sqlite:///{Path(uri.removeprefix('file://')).resolve()}.db or an http(s) "
                                     "tracking server")
+    also = "; or unset MLFLOW_TRACKING_URI (the local store under outputs/)" if key == "MLFLOW_TRACKING_URI" else ""
+    if uri.split(":", 1)[0] in ("databricks", "databricks-uc", "uc") and (why := _databricks_unusable()):
+        raise ConfigError(key, shown, f"is a Databricks store, and {why}: MLflow would retry for ~40 s and fail; "
+                                    f"configure Databricks auth, or use an absolute sqlite:///<path>.db or an http(s) "
+                                    f"server{also}")
     if not uri.startswith(("http://", "https://")):
         return
     try:
@@ -97,10 +102,24 @@ def refuse_unusable_store(tracking: TrackingSpec, uri: str) -> None:
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         why = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
-    also = "; or unset MLFLOW_TRACKING_URI (the local store under outputs/)" if key == "MLFLOW_TRACKING_URI" else ""
     raise ConfigError(key, shown, f"no MLflow server answers there ({str(why)[:120]}); start it (mlflow server --host "
                                 f"HOST --port PORT), or use tracking=server to have ascendflow start one, or a "
                                 f"sqlite:///<path>.db store{also}")
+
+
+def _databricks_unusable() -> str | None:
+    """Why a ``databricks`` tracking URI cannot work here, or ``None``: MLflow needs the ``databricks-sdk`` package
+    and credentials, which the SDK's unified authentication reads from ``DATABRICKS_HOST`` (with a token or other
+    auth variables) or a profile in ``~/.databrickscfg`` (``DATABRICKS_CONFIG_FILE``) — docs.databricks.com
+    dev-tools/auth, the page MLflow's own error names (``mlflow/utils/databricks_utils.py``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("databricks") is None or importlib.util.find_spec("databricks.sdk") is None:
+        return "the databricks-sdk package is not installed (pip install databricks-sdk)"
+    config = Path(os.environ.get("DATABRICKS_CONFIG_FILE", Path.home() / ".databrickscfg"))
+    if not os.environ.get("DATABRICKS_HOST") and not config.is_file():
+        return f"no Databricks credentials are configured (DATABRICKS_HOST is unset and there is no {config})"
+    return None
 
 
 def uri_source(tracking: TrackingSpec) -> str:
