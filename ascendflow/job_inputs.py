@@ -31,10 +31,9 @@ class JobInputs:
         tracking: the tracking section alone (defaults when it is bad: ``load_spec`` reports it).
         run: the run options: the spec's, else the run section alone, else defaults (the failed-job objective).
         secrets: secret values, ``{name: value}``: secret ``ascend.env`` entries (:mod:`ascendflow.schema.secrets`)
-            and the API key named by ``run.api_key_env`` when it is set in the environment.
+            the API key named by ``run.api_key_env`` when it is set in the environment, and the password of a
+            ``tracking.tracking_uri`` (:func:`ascendflow.secret_logging.uri_credentials`).
         marked: the ``ascend.secret_env`` names.
-        store_uri: the tracking URI as configured (``tracking.tracking_uri`` or ``$MLFLOW_TRACKING_URI``), for the
-            message that refuses it.
         layout: the effective parallel layout's name (:func:`layout_name`), ``None`` when the parallel section is bad.
         raw: the resolved config (``None`` when it does not resolve).
         spec: the validated spec, ``None`` when the config is bad.
@@ -45,7 +44,6 @@ class JobInputs:
     run: RunOptions
     secrets: dict[str, str]
     marked: list[str]
-    store_uri: str
     layout: str | None
     raw: dict[str, Any] | None
     spec: RunSpec | None
@@ -75,8 +73,6 @@ def job_inputs(cfg: DictConfig) -> JobInputs:
         tracking=_section(cfg, "tracking", TrackingSpec) or TrackingSpec(),
         run=spec.run if spec is not None else _section(cfg, "run", RunOptions) or RunOptions(),
         secrets=secrets, marked=marked,
-        store_uri=str(OmegaConf.select(cfg, "tracking.tracking_uri", default=None)
-                      or os.environ.get("MLFLOW_TRACKING_URI")),
         layout=layout_name(spec.parallel if spec is not None else _section(cfg, "parallel", ParallelSpec)),
         raw=raw, spec=spec, error=error)
 
