@@ -302,10 +302,11 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         if rules.kv_multi_group_scaling and explicit_kv is None:
             scaled = multi_group_scaled_bytes(kv_bytes, kv.groups)
             if scaled != kv_bytes:
-                warnings.append(f"{hw.software} scales the KV budget by the largest KV group's share of all groups' "
-                                f"page bytes ({len(kv.groups)} groups: {kv_bytes / GIB:.2f} -> {scaled / GIB:.2f} "
-                                f"GiB, worker.py _scale_kv_cache_memory_for_multi_group); engine.kv_cache_memory_bytes "
-                                f"skips it")
+                note = (f"{hw.software} scales the KV budget by the largest KV group's share of all groups' page "
+                        f"bytes (× {scaled / kv_bytes:.4f} with {len(kv.groups)} groups, worker.py "
+                        f"_scale_kv_cache_memory_for_multi_group); engine.kv_cache_memory_bytes skips it")
+                if note not in warnings:
+                    warnings.append(note)
                 kv_bytes = scaled
                 kv = stage_kv(kv_bytes)
         memory = MemoryPlan(device_total_bytes=device_total, requested_bytes=requested, weights_bytes=weights,
