@@ -16,9 +16,9 @@ from ascendflow.compiler.launch.ray_cluster import ray_worker_argv
 from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
 from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.estimates import plan_estimates
-from ascendflow.compiler.memory.kv_budget import kv_cache_plan
+from ascendflow.compiler.memory.kv_budget import kv_cache_plan, multi_group_scaled_bytes
 from ascendflow.compiler.memory.overheads import (GIB, KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes,
-                                                 non_torch_bytes)
+                                                 non_torch_bytes, p310_cleared_non_torch_bytes)
 from ascendflow.compiler.memory.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
 from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
 from ascendflow.compiler.placement.nodes import place
@@ -118,6 +118,52 @@ def _vision_bytes(arch: ModelArchitecture, tp: int, dtype_bytes: int, warnings: 
     return vision_weight_bytes(arch.vision_config, arch.outer_model_type, tp=tp, dtype_bytes=dtype_bytes)
 
 
+def in_flight_batches(rules: EngineRules, pipeline_parallel_size: int) -> int:
+    """Batches in flight that sliding-window / chunked layers reserve ``max_num_batched_tokens`` for.
+
+    PP 1: ``rules.swa_in_flight_batches``. PP > 1: the pipeline size where the release's reservation reads
+    ``VllmConfig.max_concurrent_batches`` (vLLM 0.23.0+ ``config/vllm.py``: ``pp_size`` on the V1 runner), else 1
+    (``EngineRules.pp_in_flight_batches``).
+    """
+    if pipeline_parallel_size == 1:
+        return rules.swa_in_flight_batches
+    return pipeline_parallel_size if rules.pp_in_flight_batches == "pipeline_size" else 1
+
+
+def _mlapo_switch(spec: RunSpec, rules: EngineRules) -> bool:
+    """The MLAPO switch: ``VLLM_ASCEND_ENABLE_MLAPO`` in ``ascend.env``, ``additional_config.other.enable_mlapo``, else
+    the release default (``EngineRules.mlapo_default``)."""
+    switch = rules.mlapo_default
+    if "VLLM_ASCEND_ENABLE_MLAPO" in spec.ascend.env:
+        switch = spec.ascend.env["VLLM_ASCEND_ENABLE_MLAPO"] not in ("0", "false", "False")
+    if "enable_mlapo" in spec.ascend.additional_config.other:
+        switch = bool(spec.ascend.additional_config.other["enable_mlapo"])
+    return switch
+
+
+def _mlapo_950_warning(spec: RunSpec, rules: EngineRules, arch: ModelArchitecture, linear_scheme: str,
+                       warnings: list[str]) -> None:
+    """Say when co-located MLA layers on the Ascend 950 get MLAPO copies the weight estimate does not count.
+
+    vllm-ascend v0.19.1rc1+ ``attention/utils.py`` ``enabling_mlapo``: on the A5 the switch alone turns MLAPO on (no
+    decode-node condition), and ``attention/mla_v1.py`` ``process_weights_after_loading`` then runs
+    ``_process_weights_for_fused_mlapo_a5`` on W8A8 layers, and from v0.26.0rc1 on unquantized layers too
+    (``supports_native_weights``). Those A5 copies are not modelled
+    (:mod:`ascendflow.compiler.memory.mla_weights`), so the plan says so instead of silently leaving them out.
+    """
+    hw = spec.hardware
+    if not (arch.is_mla and hw.soc == "950" and rules.mlapo_gating == "decode_only_a2a3"
+            and _mlapo_switch(spec, rules)):
+        return
+    quantized = linear_scheme == "W8A8"
+    if quantized or rules.mlapo_native_weights_950:
+        kind = "W8A8" if quantized else "unquantized"
+        warnings.append(f"{hw.software} on {hw.device_name}: MLAPO is on for co-located MLA layers (the switch alone "
+                        f"decides on the 950, attention/utils.py enabling_mlapo) and its A5 copies of the {kind} MLA "
+                        f"weights (mla_v1.py _process_weights_for_fused_mlapo_a5) are not in the weight estimate; "
+                        f"set ascend.env.VLLM_ASCEND_ENABLE_MLAPO=0 to turn it off, or calibrate")
+
+
 def _weight_rules(spec: RunSpec, rules: EngineRules, mtp_layers: int) -> EngineWeightRules:
     """What the release does to the weights after loading (``EngineRules`` weight fields).
 
@@ -125,11 +171,7 @@ def _weight_rules(spec: RunSpec, rules: EngineRules, mtp_layers: int) -> EngineW
     where the release reads it, else the release default) turns it on at v0.11/v0.13; from v0.18 it acts only on
     PD decode nodes, which no ascendflow plan describes yet, so it stays off there.
     """
-    switch = rules.mlapo_default
-    if "VLLM_ASCEND_ENABLE_MLAPO" in spec.ascend.env:
-        switch = spec.ascend.env["VLLM_ASCEND_ENABLE_MLAPO"] not in ("0", "false", "False")
-    if "enable_mlapo" in spec.ascend.additional_config.other:
-        switch = bool(spec.ascend.additional_config.other["enable_mlapo"])
+    switch = _mlapo_switch(spec, rules)
     npu = spec.hardware.kind == "npu"
     return EngineWeightRules(mla_absorb_copies=npu and rules.mla_absorb_copies,
                              mlapo=npu and switch and rules.mlapo_gating == "switch", mlapo_frees_originals=False,
@@ -226,6 +268,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     explicit_kv = _explicit_kv(spec, rules, warnings)
     mtp_kv_layers = (arch.num_nextn_predict_layers or 0) if eng.num_speculative_tokens else 0
     weight_rules = _weight_rules(spec, rules, mtp_kv_layers)
+    _mlapo_950_warning(spec, rules, arch, quant.linear_scheme, warnings)
 
     vision = _vision_bytes(arch, par.tensor_parallel_size, DTYPE_BYTES[dtype], warnings)
     stages = pp_partition(arch.num_hidden_layers, par.pipeline_parallel_size)
@@ -247,8 +290,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
             kv_bytes = explicit_kv
         elif rules.p310_kv_halved and hw.soc == "310p":
             # vllm_ascend/_310p/worker_310p.py determine_available_memory (>= v0.18.0): its own rule, halved, no
-            # graph-memory estimate subtracted (also at v0.21/v0.22).
-            kv_bytes = (requested - weights - activation - non_torch) // 2
+            # graph-memory estimate subtracted (also at v0.21/v0.22), less non_torch_memory_cleared_by_empty_cache.
+            kv_bytes = (requested - weights - activation - non_torch - p310_cleared_non_torch_bytes(hw)) // 2
         else:
             kv_bytes = requested - weights - activation - non_torch
             if rules.graph_memory_profiled or eng.pin_kv_cache_memory:
@@ -260,17 +303,30 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         mtp = mtp_kv_layers if last else 0
         kv_arch = arch.model_copy(update={"num_hidden_layers": arch.num_hidden_layers + mtp}) if mtp else arch
         kv_layers = [*layers, *range(arch.num_hidden_layers, arch.num_hidden_layers + mtp)]
-        kv = kv_cache_plan(kv_arch, kv_cache_bytes=kv_bytes, layers_on_device=len(kv_layers),
-                           tensor_parallel_size=par.tensor_parallel_size, kv_dtype=kv_dtype, block_size=block_size,
-                           max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
-                           stage_layers=kv_layers, kernel_block_alignment=hw.kv_block_size_multiple,
-                           max_concurrent_batches=rules.swa_in_flight_batches if par.pipeline_parallel_size == 1
-                           else 1,
-                           # vllm-ascend patch_mamba_config.py: its own hybrid Mamba block rule
-                           hybrid_block_rule="ascend" if hw.kind == "npu" else "vllm",
-                           # MambaModelConfig.verify_and_update_config: prefix caching on -> Mamba "align" mode
-                           mamba_cache_mode="none" if eng.enable_prefix_caching is False else "align",
-                           logged_tokens=rules.logged_kv_tokens)
+        def stage_kv(budget: int):
+            return kv_cache_plan(kv_arch, kv_cache_bytes=budget, layers_on_device=len(kv_layers),
+                                 tensor_parallel_size=par.tensor_parallel_size, kv_dtype=kv_dtype,
+                                 block_size=block_size, max_model_len=max_model_len,
+                                 max_num_batched_tokens=max_num_batched_tokens, stage_layers=kv_layers,
+                                 kernel_block_alignment=hw.kv_block_size_multiple,
+                                 max_concurrent_batches=in_flight_batches(rules, par.pipeline_parallel_size),
+                                 # vllm-ascend patch_mamba_config.py: its own hybrid Mamba block rule
+                                 hybrid_block_rule="ascend" if hw.kind == "npu" else "vllm",
+                                 # MambaModelConfig.verify_and_update_config: prefix caching on -> Mamba "align" mode
+                                 mamba_cache_mode="none" if eng.enable_prefix_caching is False else "align",
+                                 logged_tokens=rules.logged_kv_tokens)
+
+        kv = stage_kv(kv_bytes)
+        if rules.kv_multi_group_scaling and explicit_kv is None:
+            scaled = multi_group_scaled_bytes(kv_bytes, kv.groups)
+            if scaled != kv_bytes:
+                note = (f"{hw.software} scales the KV budget by the largest KV group's share of all groups' page "
+                        f"bytes (× {scaled / kv_bytes:.4f} with {len(kv.groups)} groups, worker.py "
+                        f"_scale_kv_cache_memory_for_multi_group); engine.kv_cache_memory_bytes skips it")
+                if note not in warnings:
+                    warnings.append(note)
+                kv_bytes = scaled
+                kv = stage_kv(kv_bytes)
         memory = MemoryPlan(device_total_bytes=device_total, requested_bytes=requested, weights_bytes=weights,
                             activation_bytes=activation, non_torch_bytes=non_torch, graph_bytes=graph_mem,
                             kv_cache_bytes=kv_bytes)

@@ -224,9 +224,13 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
         sizes = default_capture_sizes(max_size, rules.capture_ladder)
         if rules.ladder_appends == "max_capture" and sizes[-1] < max_size:
             sizes.append(max_size)
-        if (rules.ladder_appends == "batched_tokens" and ctx.max_num_batched_tokens <= max_size
-                and ctx.max_num_batched_tokens not in sizes):
+        if (rules.ladder_appends in ("batched_tokens", "batched_tokens_and_max")
+                and ctx.max_num_batched_tokens <= max_size and ctx.max_num_batched_tokens not in sizes):
             sizes = sorted({*sizes, ctx.max_num_batched_tokens})
+        if rules.ladder_appends == "batched_tokens_and_max" and graph.max_cudagraph_capture_size is None:
+            # vllm-ascend v0.30.0rc1 platform.py: the defaulted largest size (reduced_cg_cap, already capped at
+            # max_num_batched_tokens above) joins the list before vLLM rebuilds it.
+            sizes = sorted({*sizes, max_size})
         if (rules.qwen3_moe_dp_ladder and ctx.arch.model_type == "qwen3_moe" and par.tensor_parallel_size == 1
                 and par.data_parallel_size > 1 and sizes[-1] <= ctx.max_num_batched_tokens):
             # v0.11.0 utils.py update_default_aclgraph_sizes: kinder shapes for _npu_paged_attention (only when

@@ -118,3 +118,22 @@ def kv_cache_plan(
         mamba_page_bytes=layout.mamba_page_padded,
         max_num_batched_tokens=max_num_batched_tokens,
     )
+
+
+def multi_group_scaled_bytes(kv_cache_bytes: int, groups: Sequence[dict]) -> int:
+    """The KV budget after vllm-ascend's multi-group scaling (``EngineRules.kv_multi_group_scaling``), bytes.
+
+    vllm-ascend v0.29.0rc1 ``vllm_ascend/worker/worker.py`` ``_scale_kv_cache_memory_for_multi_group``: vLLM #51718
+    sizes ``num_blocks`` from the largest group's bytes per block, while the Ascend runner keeps a contiguous buffer per
+    layer of every group, so the budget is scaled by ``max(group page bytes) / sum(group page bytes)``
+    (``int(available × scale)``). Unchanged with one group, and for models with Mamba groups (attention+Mamba on the
+    shared backing: the function returns early; ESTIMATE: the runner's layout flags are assumed at their defaults).
+
+    Args:
+        kv_cache_bytes: the profiled budget, bytes.
+        groups: :attr:`KVCachePlan.groups` (``kind``, ``page_bytes`` summed over the group's layers).
+    """
+    if len(groups) < 2 or any(g["kind"] == "mamba" for g in groups):
+        return kv_cache_bytes
+    largest, total = max(g["page_bytes"] for g in groups), sum(g["page_bytes"] for g in groups)
+    return int(kv_cache_bytes * (largest / total)) if total > largest else kv_cache_bytes

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ascendflow.compiler.memory.weights import Layout
 from ascendflow.schema.architecture import ModelArchitecture
+from ascendflow.schema.hardware import HardwareSpec
 from ascendflow.schema.parallel import ParallelSpec
 
 MIB = 1 << 20
@@ -87,6 +88,18 @@ def non_torch_bytes(runtime_bytes: int, parallel: ParallelSpec, hccl_buffsize_mb
     communication groups (:func:`hccl_buffers_mb`; none on CPU/GPU rows). Bytes."""
     hccl = sum(hccl_buffers_mb(parallel, hccl_buffsize_mb, reuse).values()) if per_group else 0
     return runtime_bytes + hccl * MIB
+
+
+def p310_cleared_non_torch_bytes(hardware: HardwareSpec) -> int:
+    """``non_torch_memory_cleared_by_empty_cache`` of the 310P worker, bytes (ESTIMATE).
+
+    vllm-ascend ``_310p/worker_310p.py`` ``determine_available_memory`` (v0.18.0 … v0.30.0rc2) subtracts
+    ``(total − free − torch reserved)`` read inside the profile run less vLLM's ``non_torch_increase``: the device's
+    non-torch memory at the start snapshot, i.e. the idle runtime reserve and other processes' memory
+    (``hardware.runtime_reserved_bytes + hardware.occupied_bytes``). Engine-side non-torch memory that ``empty_cache``
+    frees is not modelled (0).
+    """
+    return hardware.runtime_reserved_bytes + hardware.occupied_bytes
 
 
 def graph_bytes(a: ModelArchitecture, layout: Layout, *, mode: str, capture_sizes: list[int], dtype_bytes: int,

