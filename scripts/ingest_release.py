@@ -162,11 +162,11 @@ def code_pins(src: Source) -> dict[str, str | None]:
         found = re.search(rf'"{name}==([^"]+)"', pyproject)
         return found.group(1) if found else None
 
-    minors = sorted(int(m) for m in re.findall(r"Programming Language :: Python :: 3\.(\d+)", src.read("setup.py") or ""))
+    classifiers = src.read("setup.py") or ""
+    minors = sorted(int(m) for m in re.findall(r"Programming Language :: Python :: 3\.(\d+)", classifiers))
     python = f">=3.{minors[0]},<3.{minors[-1] + 1}" if minors else None
     return {"vllm": vllm.group(1) if vllm else (tag_file or None), "python": python,
             "cann": re.sub(r"rc", "RC", cann.group(1)) if cann else None, "torch": pin("torch"),
-            "torch_npu": pin("torch-npu"),
             "torch_npu": pin("torch-npu"),
             "triton_ascend": pin("triton-ascend")}
 
