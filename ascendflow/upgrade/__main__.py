@@ -91,9 +91,14 @@ def advise(overrides: list[str], to: str) -> dict[str, Any]:
     return plan_diff(current, target, current_row=spec.hardware.software, target_row=row)
 
 
+def _bytes(n: float, sign: str = "") -> str:
+    """GiB, or MiB below 1 GiB (graph pools are MiB)."""
+    return f"{n / GIB:{sign},.2f} GiB" if abs(n) >= GIB else f"{n / (1 << 20):{sign},.1f} MiB"
+
+
 def _value(key: str, value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and key.endswith("_bytes"):
-        return f"{value / GIB:,.2f} GiB"
+        return _bytes(value)
     if isinstance(value, float):
         return f"{value:,.2f}"
     if isinstance(value, int) and not isinstance(value, bool):
@@ -105,7 +110,7 @@ def _delta(key: str, pair: dict[str, Any]) -> str:
     a, b = pair["current"], pair["target"]
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
         d = b - a
-        text = f"{d / GIB:+,.2f} GiB" if key.endswith("_bytes") else f"{d:+,.2f}" if isinstance(d, float) else f"{d:+,}"
+        text = _bytes(d, "+") if key.endswith("_bytes") else f"{d:+,.2f}" if isinstance(d, float) else f"{d:+,}"
         return text + (f" ({d / a:+.1%})" if a else "")
     return ""
 
