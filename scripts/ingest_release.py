@@ -233,6 +233,33 @@ def key_reads(source: str) -> list[tuple[str, ast.AST]]:
     return [(key, node) for _, _, key, node in sorted(found, key=lambda f: (f[0], f[1]))]
 
 
+def dataclass_fields(source: str) -> list[str]:
+    """From v0.27.1rc1 ``AscendConfig`` is a pydantic dataclass with ``extra="forbid"`` (``ascend_config.py``): its
+    init fields (annotated class attributes, not ``_``-prefixed, not ``init=False``) less the keys the factory
+    ``init_ascend_config`` strips before validation (``_NON_USER_INPUT_KEYS``: derived or injected, so ignored when
+    given; those it does read are found as reads). Empty for the older hand-written class."""
+    tree = ast.parse(source)
+    stripped: set[str] = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_NON_USER_INPUT_KEYS"
+                                                 for t in node.targets) and isinstance(node.value, ast.Set)):
+            stripped = {v for v in map(_string, node.value.elts) if v}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "AscendConfig":
+            fields = []
+            for item in node.body:
+                if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
+                    continue
+                name = item.target.id
+                no_init = isinstance(item.value, ast.Call) and any(
+                    k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+                    for k in item.value.keywords)
+                if not name.startswith("_") and not no_init and name not in stripped:
+                    fields.append(name)
+            return fields
+    return []
+
+
 def package_modules(src: Source) -> list[str]:
     """The package's modules that mention ``additional_config``, ``vllm_ascend/ascend_config.py`` first."""
     paths = [p for p in src.paths() if p.startswith("vllm_ascend/") and p.endswith(".py")
@@ -241,11 +268,14 @@ def package_modules(src: Source) -> list[str]:
 
 
 def extract_keys(src: Source) -> list[str]:
-    """The release's ``--additional-config`` key set, in first-read order (``ascend_config.py`` first)."""
+    """The release's ``--additional-config`` key set, in first-read order (``ascend_config.py`` first, its
+    dataclass fields before its reads, :func:`dataclass_fields`)."""
     keys: list[str] = []
     for path in package_modules(src):
         try:
             reads = key_reads(src.read(path) or "")
+            if path == "vllm_ascend/ascend_config.py":
+                reads = [(k, None) for k in dataclass_fields(src.read(path) or "")] + reads
         except SyntaxError:
             continue
         for key, _ in reads:
@@ -336,6 +366,8 @@ def cut_fixture(src: Source, version: str, out: Path) -> None:
         if not reads:
             continue
         segments = [f"({ast.get_source_segment(text, node)})" for _, node in reads]
+        if path == "vllm_ascend/ascend_config.py" and dataclass_fields(text):  # v0.27.1rc1+: the accepted fields
+            segments = ["class AscendConfig:"] + [f"    {f}: object" for f in dataclass_fields(text)] + segments
         (out / path).parent.mkdir(parents=True, exist_ok=True)
         (out / path).write_text(f"# additional_config reads cut from vllm-ascend {version} {path}\n"
                                 + "\n".join(segments) + "\n")
@@ -353,6 +385,8 @@ def draft(version: str, current: Source, previous: Source | None, previous_versi
                if previous is not None else [])
     return {"version": version, "previous": previous_version, "pins": pins, "pin_notes": notes,
             "additional_config_keys": keys,
+            "previous_keys_committed": base is not None,
+            "forbids_unknown_keys": 'extra="forbid"' in (current.read("vllm_ascend/ascend_config.py") or ""),
             "keys_added": [k for k in keys if base is not None and k not in base],
             "keys_removed": [k for k in (base or []) if k not in keys],
             "changed_cited_files": [{"path": p, "status": s} for p, s in changed]}
@@ -371,8 +405,14 @@ def render(d: dict) -> str:
              "# additional_config_keys.yaml", keys_row, "# checklist"]
     lines += [f"- [ ] pins: {n}" for n in d["pin_notes"]]
     if d["previous"]:
-        lines.append(f"- [ ] additional_config keys vs {d['previous']}: added {d['keys_added'] or 'none'}, "
-                     f"removed {d['keys_removed'] or 'none'}")
+        if d["previous_keys_committed"]:
+            lines.append(f"- [ ] additional_config keys vs {d['previous']}: added {d['keys_added'] or 'none'}, "
+                         f"removed {d['keys_removed'] or 'none'}")
+        else:
+            lines.append(f"- [ ] additional_config keys: {d['previous']} has no committed key set to compare with")
+    if d["forbids_unknown_keys"]:
+        lines.append("- [ ] AscendConfig is a pydantic dataclass with extra=\"forbid\": the release itself refuses "
+                     "unknown keys (key set = its init fields less _NON_USER_INPUT_KEYS, plus keys read directly)")
         lines.append(f"- [ ] re-read the {len(d['changed_cited_files'])} files the rules cite that changed since "
                      f"{d['previous']} and set every rule that changed (diff the two sdists):")
         lines += [f"      {c['status']:8} {c['path']}" for c in d["changed_cited_files"]]
