@@ -195,7 +195,9 @@ def extract_pins(src: Source, version: str) -> tuple[dict[str, str | None], list
 # ---------------------------------------------------------------- additional_config keys
 
 def _is_additional_config(node: ast.AST) -> bool:
-    """``additional_config`` or ``<anything>.additional_config``."""
+    """``additional_config``, ``<anything>.additional_config``, or ``(<either> or {})``."""
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        return _is_additional_config(node.values[0])
     return ((isinstance(node, ast.Name) and node.id == "additional_config")
             or (isinstance(node, ast.Attribute) and node.attr == "additional_config"))
 
