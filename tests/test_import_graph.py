@@ -26,7 +26,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runner", ("ascendflow.runner", "ascendflow.profiling", "ascendflow.rehearsal", "ascendflow.vllm_plugin")),
     ("tracking", ("ascendflow.tracking",)),
     ("entry points", ("ascendflow.app", "ascendflow.__main__", "ascendflow.job_inputs", "ascendflow.modes",
-                      "ascendflow.report", "ascendflow.sync", "ascendflow.calibrate", "ascendflow.precision", "ascendflow.compare")),
+                      "ascendflow.report", "ascendflow.sync", "ascendflow.calibrate", "ascendflow.precision", "ascendflow.compare",
+                      "ascendflow.upgrade")),
 )
 
 #: Floors inside the compiler, lowest first (same rule): output types and release rules at the bottom, the passes,

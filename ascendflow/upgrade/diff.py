@@ -1,0 +1,79 @@
+"""What changes when one deployment moves from one software row to another: a pure diff of two compiled plans.
+
+Either side may be a refusal (the compiler's :class:`~ascendflow.schema.errors.ConfigError` text: key, value, rule
+and fix) instead of a plan. No I/O; the CLI (:mod:`ascendflow.upgrade.__main__`) compiles and prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ascendflow.compiler.plan import Plan
+
+#: Memory terms of the bottleneck device, bytes (:class:`ascendflow.compiler.plan.MemoryPlan`).
+MEMORY_TERMS = ("requested_bytes", "weights_bytes", "activation_bytes", "non_torch_bytes", "graph_bytes",
+                "kv_cache_bytes")
+#: KV figures (:class:`ascendflow.compiler.plan.KVCachePlan`): tokens as vLLM logs them, requests of
+#: ``max_model_len`` that fit at once, blocks and tokens per block.
+KV_FIGURES = ("tokens", "max_concurrency", "num_blocks", "block_size")
+
+
+def argument_units(argv: list[str]) -> list[str]:
+    """A launch command as units: ``--flag value...`` joined by a space, positional words alone
+    (``["vllm", "serve", "/m", "--max-model-len 16384", "--enforce-eager"]``)."""
+    units: list[str] = []
+    for word in argv:
+        if word.startswith("--") or not units or not units[-1].startswith("--"):
+            units.append(word)
+        else:
+            units[-1] += f" {word}"
+    return units
+
+
+def _changed(current: dict[str, Any], target: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{key: {"current": a, "target": b}}`` for every key whose value differs (absent: ``None``)."""
+    return {k: {"current": current.get(k), "target": target.get(k)}
+            for k in sorted(set(current) | set(target)) if current.get(k) != target.get(k)}
+
+
+def _only(current: list, target: list) -> dict[str, list]:
+    return {"removed": [x for x in current if x not in target], "added": [x for x in target if x not in current]}
+
+
+def plan_diff(current: Plan | str, target: Plan | str, *, current_row: str, target_row: str) -> dict[str, Any]:
+    """The differences between the plan on ``current_row`` and the plan on ``target_row`` (JSON-ready).
+
+    Args:
+        current: the plan compiled on the deployment's own row, or the refusal text.
+        target: the plan compiled on the target row, or the refusal text.
+        current_row, target_row: the software rows (``vllm-ascend-0.23.0``).
+
+    Returns:
+        ``rows`` (the two rows and their versions), ``refusals`` (``{"current": text|None, "target": text|None}``);
+        when both sides compile also ``capture_sizes`` (both lists, ``added``, ``removed``), ``cudagraph_mode``,
+        ``kv`` (:data:`KV_FIGURES` that differ), ``memory`` (:data:`MEMORY_TERMS` that differ, bytes),
+        ``engine_args`` (keys whose values differ), ``rules`` (release rules that differ, ``source`` left out),
+        ``warnings`` (``added``/``removed``) and ``serve_command`` (argument units ``added``/``removed``, see
+        :func:`argument_units`). Unchanged sections are empty.
+    """
+    out: dict[str, Any] = {
+        "rows": {"current": current_row, "target": target_row},
+        "refusals": {"current": current if isinstance(current, str) else None,
+                     "target": target if isinstance(target, str) else None},
+    }
+    if isinstance(current, str) or isinstance(target, str):
+        return out
+    out["rows"]["engine"] = _changed(current.target.engine, target.target.engine)
+    out["cudagraph_mode"] = _changed({"mode": current.graph.cudagraph_mode}, {"mode": target.graph.cudagraph_mode})
+    out["capture_sizes"] = {"current": current.graph.capture_sizes, "target": target.graph.capture_sizes,
+                            **_only(current.graph.capture_sizes, target.graph.capture_sizes)}
+    out["kv"] = _changed({k: getattr(current.kv_cache, k) for k in KV_FIGURES},
+                         {k: getattr(target.kv_cache, k) for k in KV_FIGURES})
+    out["memory"] = _changed({k: getattr(current.memory, k) for k in MEMORY_TERMS},
+                             {k: getattr(target.memory, k) for k in MEMORY_TERMS})
+    out["engine_args"] = _changed(current.engine_args, target.engine_args)
+    out["rules"] = _changed({k: v for k, v in current.rules.items() if k != "source"},
+                            {k: v for k, v in target.rules.items() if k != "source"})
+    out["warnings"] = _only(current.warnings, target.warnings)
+    out["serve_command"] = _only(argument_units(current.serve_command), argument_units(target.serve_command))
+    return out

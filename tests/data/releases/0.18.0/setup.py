@@ -1,0 +1,2 @@
+        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",

