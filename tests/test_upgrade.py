@@ -68,8 +68,10 @@ def test_kv_cache_memory_bytes_honoured_from_v0_19_1rc1(current, target, refused
                                  "target": KV_RULE if refused == "target" else None}}
 
 
-def test_same_rules_same_plan():
-    """v0.23.0 → v0.25.1rc1 inherit every rule (engine_rules.yaml): only the versions change for DeepSeek-R1."""
+def test_rules_that_do_not_apply_leave_the_plan_unchanged():
+    """v0.23.0 → v0.25.1rc1: two rules change (one batch in flight per sliding window, and with PP > 1, at 0.24.0rc1:
+    the 0.23.0 patch is not on that branch; engine_rules.yaml), neither applies to DeepSeek-R1 (no sliding window,
+    PP 1): only the versions and those two rules show, the plan is the same."""
     diff = advise(["+recipe=deepseek_r1"], "0.25.1rc1")
     assert diff["rows"]["engine"] == {
         "cann": {"current": "9.1.0", "target": "9.0.1"},
@@ -78,7 +80,9 @@ def test_same_rules_same_plan():
         "triton_ascend": {"current": "3.2.2", "target": "3.2.1"},
         "vllm": {"current": "0.23.0", "target": "0.25.1"},
         "vllm_ascend": {"current": "0.23.0.post1", "target": "0.25.1rc1"}}
-    assert [diff[k] for k in ("kv", "memory", "engine_args", "rules", "cudagraph_mode")] == [{}] * 5
+    assert diff["rules"] == {"pp_in_flight_batches": {"current": "pipeline_size", "target": "one"},
+                             "swa_in_flight_batches": {"current": 2, "target": 1}}
+    assert [diff[k] for k in ("kv", "memory", "engine_args", "cudagraph_mode")] == [{}] * 4
 
 
 @pytest.mark.parametrize(("overrides", "to", "message"), [
