@@ -6,8 +6,9 @@ priced by the plan's step model) on a plan compiled from the public rows of
 tokens per request (1k … 10k, 70 % prompt) on the Qwen3-32B W8A8 TP4 A2 plan (row M2) at concurrency 256, the
 issue's case of 1,000 requests of 4k in / 1.5k out, and the large public workloads (rows M2, M12, L3, L7) as
 published. Printed: seconds per prediction and how they grow with requests × tokens (the log-log slope).
-``--old PATH`` also times a scheduler module at PATH (e.g. the token-by-token one from git history) on the named
-cases. Usage: ``python benchmarks/perf_model_speed.py [--quick] [--old PATH]``.
+``--old PATH`` also times a scheduler module at PATH (e.g. the token-by-token one from git history) on the cases
+of ``--old-cases`` (the old one takes minutes each). Usage: ``python benchmarks/perf_model_speed.py [--quick]
+[--old PATH [--old-cases a,b]]``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -72,14 +74,15 @@ def build(row: str, extra: str = ""):
     return plan, spec.workload, step
 
 
-def timed(fn, repeat: int = 1) -> tuple[float, dict]:
-    """Best wall time (s) of ``repeat`` calls of ``fn`` and its last result."""
-    best, out = math.inf, {}
+def timed(fn, repeat: int = 1) -> tuple[float, dict, float]:
+    """Best wall time (s) of ``repeat`` calls of ``fn``, its last result and the best process CPU time (s): on a
+    shared machine the wall time counts other processes' turns, the CPU time does not."""
+    best, out, cpu = math.inf, {}, math.inf
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+        best, cpu = min(best, time.perf_counter() - t), min(cpu, time.process_time() - c)
+    return best, out, cpu
 
 
 def old_predict(module, plan, workload, step) -> dict:
@@ -92,12 +95,14 @@ def old_predict(module, plan, workload, step) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a 3 × 3 grid instead of 4 × 4")
-    ap.add_argument("--old", type=Path, help="also time this scheduler module on the named cases")
+    ap.add_argument("--old", type=Path, help="also time this scheduler module on the cases of --old-cases")
+    ap.add_argument("--old-cases", default="issue_1000x4k_1.5k,M2", help="comma-separated named cases for --old")
     args = ap.parse_args()
     old = None
     if args.old:
         spec = importlib.util.spec_from_file_location("old_scheduler", args.old)
         old = importlib.util.module_from_spec(spec)
+        sys.modules["old_scheduler"] = old  # dataclasses look their module up
         spec.loader.exec_module(old)
     grid_req = [100, 300, 1000] if args.quick else [100, 300, 1000, 3000]
     grid_tok = [1000, 4000, 10000] if args.quick else [1000, 2500, 5500, 10000]
@@ -107,33 +112,35 @@ def main() -> None:
         for tok in grid_tok:
             w = base.model_copy(update={"num_prompts": n, "random_input_len": int(tok * 0.7),
                                         "random_output_len": tok - int(tok * 0.7)})
-            s, m = timed(lambda: P.predict_metrics(plan, w, step))
-            grid.append({"requests": n, "tokens": tok, "seconds": round(s, 4), "steps": m["steps"]})
-            print(f"grid {n:5d} req × {tok:5d} tok: {s:7.3f} s ({m['steps']} steps)", flush=True)
+            s, m, c = timed(lambda: P.predict_metrics(plan, w, step))
+            grid.append({"requests": n, "tokens": tok, "seconds": round(s, 4), "cpu_seconds": round(c, 4),
+                         "steps": m["steps"]})
+            print(f"grid {n:5d} req × {tok:5d} tok: {s:7.3f} s wall, {c:7.3f} s CPU ({m['steps']} steps)", flush=True)
     xs = [math.log(g["requests"] * g["tokens"]) for g in grid]
-    ys = [math.log(g["seconds"]) for g in grid]
+    ys = [math.log(max(g["cpu_seconds"], 1e-4)) for g in grid]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     named = {}
     for name, (row, extra) in {"issue_1000x4k_1.5k": ISSUE_CASE, **{r: (r, "") for r in ROWS}}.items():
         plan_r, w, step_r = build(row, extra)
-        s, m = timed(lambda: P.predict_metrics(plan_r, w, step_r), repeat=2)
+        s, m, c = timed(lambda: P.predict_metrics(plan_r, w, step_r), repeat=2)
         entry = {"requests": w.num_prompts, "input": w.random_input_len, "output": w.random_output_len,
                  "dp": int(plan_r["engine_args"].get("data_parallel_size") or 1),
-                 "max_num_seqs": plan_r["engine_args"]["max_num_seqs"], "seconds": round(s, 4), "steps": m["steps"],
-                 "output_throughput": round(m["output_throughput"], 2)}
-        if old is not None:
-            s_old, m_old = timed(lambda: old_predict(old, plan_r, w, step_r))
-            entry["old_seconds_dp_ignored"] = round(s_old, 3)
+                 "max_num_seqs": plan_r["engine_args"]["max_num_seqs"], "seconds": round(s, 4),
+                 "cpu_seconds": round(c, 4), "steps": m["steps"], "output_throughput": round(m["output_throughput"], 2)}
+        if old is not None and name in args.old_cases.split(","):
+            s_old, m_old, c_old = timed(lambda: old_predict(old, plan_r, w, step_r))
+            entry["old_seconds_dp_ignored"], entry["old_cpu_seconds_dp_ignored"] = round(s_old, 3), round(c_old, 3)
             entry["old_output_throughput_dp_ignored"] = round(m_old["output_throughput"], 2)
         named[name] = entry
         print(f"{name:20s} {entry}", flush=True)
-    out = {"what": "seconds per prediction (predict_metrics: scheduler simulation x step model), 2 shared cores",
+    out = {"what": "seconds per prediction (predict_metrics: scheduler simulation x step model), wall and CPU, "
+                   "2 cores shared with other jobs (load average in 'load')", "load": list(os.getloadavg()),
            "date": time.strftime("%Y-%m-%d"), "grid": grid,
-           "growth_loglog_slope_seconds_vs_requests_x_tokens": round(slope, 3), "named": named}
+           "growth_loglog_slope_cpu_seconds_vs_requests_x_tokens": round(slope, 3), "named": named}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"growth: seconds ∝ (requests × tokens)^{slope:.2f}; written {OUT.relative_to(ROOT)}")
+    print(f"growth: CPU seconds ∝ (requests × tokens)^{slope:.2f}; written {OUT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
