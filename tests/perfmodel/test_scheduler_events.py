@@ -62,3 +62,21 @@ def test_dp_with_fewer_requests_in_flight_than_ranks_uses_that_many_ranks():
     a = simulate_dp(requests, limits, AffineStep(), data_parallel_size=4, max_concurrency=1)
     b = simulate(requests, limits, AffineStep(), max_concurrency=1)
     assert a.e2el_s == b.e2el_s and a.duration_s == b.duration_s
+
+
+def test_predict_metrics_simulates_every_dp_rank_of_the_plan():
+    from ascendflow.perfmodel.predict import predict_metrics
+    from ascendflow.schema.workload import WorkloadSpec
+
+    def plan(dp: int) -> dict:
+        return {"engine_args": {"max_num_seqs": 8, "max_num_batched_tokens": 4096, "data_parallel_size": dp},
+                "kv_cache": {"num_blocks": 100_000, "block_size": 16}, "target": {"kind": "cpu"},
+                "model": {"architecture": {}}}
+
+    w = WorkloadSpec(name="random", dataset="random", num_prompts=32, max_concurrency=16, random_input_len=256,
+                     random_output_len=32, ignore_eos=True)
+    one, two = predict_metrics(plan(1), w, AffineStep()), predict_metrics(plan(2), w, AffineStep())
+    # DP-1 runs 8 of the 16 in flight at a time, DP-2 all 16 (8 per rank): twice the output rate, same TPOT
+    assert two["output_throughput"] == pytest.approx(2 * one["output_throughput"], rel=1e-9)
+    assert two["median_tpot_ms"] == pytest.approx(one["median_tpot_ms"], rel=1e-9)
+    assert two["completed"] == one["completed"] == 32
