@@ -11,7 +11,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from ascendflow.capacity.search import History, load_range
-from ascendflow.perfmodel.scheduler import EngineLimits, simulate
+from ascendflow.perfmodel.scheduler import EngineLimits, simulate_dp
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.steptime import RooflineStepModel, StepModel, TableStepModel
 from ascendflow.perfmodel.table import OpTimes
@@ -87,11 +87,14 @@ def limits_of(plan: Mapping[str, Any]) -> EngineLimits:
 def predict_metrics(plan: Mapping[str, Any], workload: WorkloadSpec, step: StepModel,
                     chat_lengths: Sequence[tuple[int, int]] | None = None,
                     request_latency_s: float = 0.0) -> dict[str, float]:
-    """Simulated benchmark metrics (vLLM bench names) of ``workload`` on ``plan``."""
+    """Simulated benchmark metrics (vLLM bench names) of ``workload`` on ``plan``: every DP rank
+    (``engine_args.data_parallel_size``) with its own ``max_num_seqs`` and KV blocks (the plan's figures are per
+    rank), requests round-robin (:func:`~ascendflow.perfmodel.scheduler.simulate_dp`)."""
     requests = workload_requests(workload, chat_lengths)
-    return simulate(requests, limits_of(plan), step, max_concurrency=workload.max_concurrency,
-                    request_rate=workload.request_rate, seed=workload.seed,
-                    request_latency_s=request_latency_s).metrics()
+    dp = int(plan["engine_args"].get("data_parallel_size") or 1)
+    return simulate_dp(requests, limits_of(plan), step, data_parallel_size=dp,
+                       max_concurrency=workload.max_concurrency, request_rate=workload.request_rate,
+                       seed=workload.seed, request_latency_s=request_latency_s).metrics()
 
 
 def predicted_capacity(plan: Mapping[str, Any], workload: WorkloadSpec, slo: SloSpec, step: StepModel,

@@ -30,7 +30,8 @@ def test_one_request_ttft_is_one_prefill_step_and_decode_takes_output_len_minus_
     step = FixedStep(0.01, [])
     res = simulate([(100, 8)], BIG, step, max_concurrency=1)
     assert res.steps == 8  # 1 prefill step (samples the first token) + 7 decode steps
-    assert step.seen[0] == [(0, 100)] and step.seen[1] == [(100, 1)] and step.seen[-1] == [(106, 1)]
+    # the 7 decode steps are one run of identical steps, priced at its first, last and middle step (event-driven)
+    assert step.seen == [[(0, 100)], [(100, 1)], [(106, 1)], [(103, 1)]]
     assert res.ttft_s == [pytest.approx(0.01)]
     assert res.tpot_s == [pytest.approx(0.01)]
     assert res.e2el_s == [pytest.approx(0.08)]
@@ -70,8 +71,7 @@ def test_kv_exhaustion_preempts_the_last_running_request_and_recomputes_it():
     limits = EngineLimits(max_num_seqs=8, max_num_batched_tokens=64, num_blocks=4, block_size=4)
     res = simulate([(4, 6), (4, 6)], limits, step, max_concurrency=2)
     assert res.preemptions == 1
-    assert step.seen[5] == [(8, 1)]
-    assert step.seen[6] == [(0, 9)]
+    assert step.seen[-2:] == [[(8, 1)], [(0, 9)]]  # steps 6 and 7 (steps 2-5: one decode run, priced 3 times)
     assert res.e2el_s == [pytest.approx(6.0), pytest.approx(7.0)]
     assert res.steps == 7
 
