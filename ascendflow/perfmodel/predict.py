@@ -122,16 +122,16 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
             measured_error: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The plan's ``performance`` section: predicted metrics, capacity at the SLO, and their labels.
 
-    Plans with data or pipeline parallelism are ``not predicted``: the step model times one TP replica's forward
-    pass, so DP2 and PP2 would get DP1/PP1's figures (and a capacity sweep would rank them equal); without
-    ``predicted`` figures they carry no ``predicted_*`` metrics, and ``slo.measure_top`` measures them as
-    unpredicted (:func:`ascendflow.capacity.pruning.decide`).
+    Data parallelism is simulated rank by rank (:func:`simulate`). Plans with pipeline parallelism are ``not
+    predicted``: the step model times one replica's whole forward pass, so PP2 would get PP1's figures (and a
+    capacity sweep would rank them equal); without ``predicted`` figures they carry no ``predicted_*`` metrics, and
+    ``slo.measure_top`` measures them as unpredicted (:func:`ascendflow.capacity.pruning.decide`).
     """
     args = plan.get("engine_args") or {}
-    unmodelled = [f"{k}={args[k]}" for k in ("data_parallel_size", "pipeline_parallel_size") if (args.get(k) or 1) > 1]
-    if unmodelled:
+    if (pp := args.get("pipeline_parallel_size") or 1) > 1:
         return {"status": "not predicted",
-                "reason": f"DP/PP not modelled ({', '.join(unmodelled)}): the step model times one TP replica"}
+                "reason": f"PP not modelled (pipeline_parallel_size={pp}): the step model times one replica's whole "
+                          f"forward pass"}
     step, source = step_model(plan, hardware, table)
     if step is None:
         return {"status": "not predicted", "reason": source}
