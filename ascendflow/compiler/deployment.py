@@ -154,7 +154,7 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
         config = {"kv_connector": pd.connector, "kv_role": KV_ROLE[name], "kv_port": kv_port, "engine_id": engine_id,
                   "kv_connector_extra_config": layout}
         configs.append(config)
-        head = first_node if pd.single_node else first_node + instance * role.nodes
+        head = 0 if pd.single_node else first_node + instance * role.nodes
         for local_node in range(role.nodes):
             node = head if pd.single_node else head + local_node
             nodes.append(node)
