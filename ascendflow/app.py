@@ -24,7 +24,7 @@ from ascendflow.models.resolve import resolve_model
 from ascendflow.modes import Job, mode_for
 from ascendflow.perfmodel.attach import with_performance
 from ascendflow.perfmodel.predict import predicted_metrics
-from ascendflow.report import kv_capacity_line, result_record, summary_rows
+from ascendflow.report import kv_capacity_line, result_record, role_lines, summary_rows
 from ascendflow.runner.artifacts import write_json, write_plan
 from ascendflow.runner.detect import compile_for_this_host
 from ascendflow.runner.engine_metrics import summary_line
@@ -172,6 +172,7 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
             _check_requests(record, spec.run, tracked)
         tracked.end("FINISHED", run_dir)
         console.memory_waterfall(measured.memory.model_dump(), kv_capacity_line(measured))
+        console.info_lines(role_lines(measured))
         console.summary(f"ascendflow · {mode.name} · plan {measured.plan_hash}",
                         summary_rows(measured, record, written), _footer(tracked, run_dir, previous))
         console.warn_lines([("target plan: " if measured is not plan else "") + w for w in plan.warnings]

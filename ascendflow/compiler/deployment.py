@@ -26,6 +26,7 @@ from ascendflow.compiler.plan import Plan, RolePlan, TargetPlan, WorkerPlan, pla
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory
+from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.graph import GraphSpec
 from ascendflow.schema.pd import PDSpec, RoleSpec
 from ascendflow.schema.spec import RunSpec
@@ -52,7 +53,7 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
     specs = {name: _role_spec(spec, getattr(pd, name)) for name in ROLES}
     check_roles(pd, hw.devices_per_node, specs["prefill"].engine.num_speculative_tokens,
                 specs["decode"].engine.num_speculative_tokens, specs["prefill"].ascend.additional_config.as_dict())
-    instances = {name: compile_plan(specs[name], arch, role=name, **kwargs) for name in ROLES}
+    instances = {name: _compile_role(specs[name], arch, name, kwargs) for name in ROLES}
     _check_sizing(spec, pd, instances)
 
     layout = {name: {"dp_size": getattr(pd, name).data_parallel_size, "tp_size": getattr(pd, name).tensor_parallel_size}
@@ -86,6 +87,22 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
         "plan_hash": plan_hash(semantic), "target": target, "workers": workers,
         "serve_command": workers[0].command, "warnings": warnings, "launcher": f"pd-{pd.connector}",
         "placement": [], "roles": roles, "proxy": proxy})
+
+
+def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, kwargs: dict[str, Any]) -> Plan:
+    """:func:`compile_plan` of one instance of role ``name``; a refusal of a key the role sets names the role's key
+    (``pd.decode.max_num_seqs``, not ``engine.max_num_seqs``).
+
+    Raises:
+        ConfigError: the instance's refusal, its key mapped to the role's where the role holds it.
+    """
+    try:
+        return compile_plan(spec, arch, role=name, **kwargs)
+    except ConfigError as error:
+        group, _, field = error.key.partition(".")
+        if group in ("engine", "parallel", "graph") and field in RoleSpec.model_fields:
+            raise ConfigError(f"pd.{name}.{field}", error.value, error.rule) from None
+        raise ConfigError(error.key, error.value, f"({name} role) {error.rule}") from None
 
 
 def _role_spec(spec: RunSpec, role: RoleSpec) -> RunSpec:

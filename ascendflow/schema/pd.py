@@ -95,7 +95,7 @@ class PDSpec(Spec):
     single_node: bool = False
     proxy: ProxySpec = Field(default_factory=ProxySpec)
     prefill: RoleSpec = Field(default_factory=RoleSpec)
-    decode: RoleSpec = Field(default_factory=RoleSpec)
+    decode: RoleSpec = Field(default_factory=lambda: RoleSpec(kv_port=36100, api_port=7200))
 
     @property
     def enabled(self) -> bool:

@@ -52,14 +52,16 @@ def pd_preflight_script(plan: Plan) -> str:
     ports = sorted({p for r in plan.roles.values() for _, first, last, _ in r.kv_port_ranges
                     for p in (first, last)} | {p for r in plan.roles.values() for _, p in r.endpoints})
     lines = base[:-1]
+    while lines and not lines[-1]:
+        lines.pop()
     if plan.target.nodes == 1:
         lines += ["", "# 4. RoCE links of every device (KV moves between the roles' devices).",
                   f"for i in $(seq 0 {plan.target.devices_per_node - 1}); do",
                   '  hccn_tool -i "$i" -link -g | grep -qi "up" || fail "device $i: link down (hccn_tool -i $i -link -g)"',
                   "done"]
     lines += [
-        "", "# 5. PD: Mooncake's transfer engine importable (vllm-ascend's Mooncake connectors need it).",
-        'python3 -c "import mooncake.engine" 2>/dev/null || fail "mooncake not importable: build Mooncake with '
+        "", "# 5. PD: Mooncake importable (vllm-ascend mooncake_connector.py: from mooncake.engine import TransferEngine).",
+        'python3 -c "from mooncake.engine import TransferEngine" 2>/dev/null || fail "mooncake not importable: build Mooncake with '
         '-DUSE_ASCEND_DIRECT=ON and add its site-packages dir to LD_LIBRARY_PATH (PD tutorial, Install Mooncake)"',
         "", f"# 6. PD: handshake and API ports free (first/last of each range and every API port): {ports}",
         f"for p in {' '.join(map(str, ports))}; do",
