@@ -40,7 +40,8 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
                        checkpoint: CheckpointInventory | None = None) -> Plan:
     """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_plan`) or PD-disaggregated.
 
-    A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args`` are the decode role's; ``workers`` hold
+    A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args``/``serve_command`` are the decode role's
+    (its first worker's argv); ``workers`` hold
     every engine process of both roles; ``roles`` and ``proxy`` carry the rest (see :class:`RolePlan`).
 
     Raises:
@@ -85,7 +86,7 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
                 "roles": {n: r.model_dump() for n, r in roles.items()}, "proxy": proxy.model_dump()}
     return decode.model_copy(update={
         "plan_hash": plan_hash(semantic), "target": target, "workers": workers,
-        "serve_command": workers[0].command, "warnings": warnings, "launcher": f"pd-{pd.connector}",
+        "serve_command": roles["decode"].workers[0].command, "warnings": warnings, "launcher": f"pd-{pd.connector}",
         "placement": [], "roles": roles, "proxy": proxy})
 
 
