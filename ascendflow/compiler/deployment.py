@@ -41,8 +41,9 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
     """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_plan`) or PD-disaggregated.
 
     A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args``/``serve_command`` are the decode role's
-    (its first worker's argv); ``workers`` hold
-    every engine process of both roles; ``roles`` and ``proxy`` carry the rest (see :class:`RolePlan`).
+    (its first worker's argv); ``workers`` hold every engine process of both roles; ``roles`` and ``proxy`` carry the
+    rest (see :class:`RolePlan`). ``plan_hash`` covers the roles (every worker's argv after the model path), the
+    proxy, the target and the model, not the model path.
 
     Raises:
         ConfigError: every refusal of :func:`compile_plan` per role, and the PD consistency and sizing checks.
@@ -83,7 +84,11 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
     target = decode.target.model_copy(update={"nodes": nodes})
     workers = [w for r in roles.values() for w in r.workers]
     semantic = {"target": target.model_dump(exclude={"k8s_device_resource"}), "model": decode.model,
-                "roles": {n: r.model_dump() for n, r in roles.items()}, "proxy": proxy.model_dump()}
+                # worker argvs name the model path, which is not hashed (as in a co-located plan)
+                "roles": {n: r.model_dump(exclude={"workers": {"__all__": {"command"}}}) for n, r in roles.items()},
+                "engine_args": {n: [w.command[w.command.index("--served-model-name"):] for w in r.workers]
+                                for n, r in roles.items()},
+                "proxy": proxy.model_dump()}
     return decode.model_copy(update={
         "plan_hash": plan_hash(semantic), "target": target, "workers": workers,
         "serve_command": roles["decode"].workers[0].command, "warnings": warnings, "launcher": f"pd-{pd.connector}",

@@ -79,6 +79,15 @@ def test_decode_mlapo_copies_only_on_decode():
     assert weights[None] == weights["prefill"] < weights["decode"]
 
 
+def test_plan_hash_covers_roles_but_not_the_model_path():
+    spec = _spec("qwen3_8b_pd_single_node")
+    arch = resolve_model(spec.model, need_weights=False).architecture
+    hashes = {compile_plan(spec, arch, model_path=path).plan_hash for path in ("/a", "/b")}
+    assert len(hashes) == 1
+    assert _plan("qwen3_8b_pd_single_node", "pd.decode.max_num_seqs=8").plan_hash not in hashes
+    assert _plan("qwen3_8b_pd_single_node", "pd.decode.api_port=13702").plan_hash not in hashes
+
+
 def test_colocated_plan_has_no_roles_and_says_idle_devices():
     plan = _plan("deepseek_r1")
     assert plan.roles is None and '"roles"' not in plan.to_json()

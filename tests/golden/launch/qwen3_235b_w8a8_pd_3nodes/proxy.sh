@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan eb6e16f4903f992d: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:12347; start it after every node<k>.sh serves.
+# ascendflow plan 7dedad69374ebce6: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:12347; start it after every node<k>.sh serves.
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).

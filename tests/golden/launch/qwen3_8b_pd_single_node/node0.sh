@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 704e7b5c9200cccf: PD node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
+# ascendflow plan f0928889cb95282a: PD node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
 set -euo pipefail
 
 # prefill (kv_producer): TP1 × DP1, external DP
