@@ -25,7 +25,7 @@ from ascendflow.models.resolve import resolve_model
 from ascendflow.modes import Job, mode_for
 from ascendflow.perfmodel.attach import with_performance
 from ascendflow.perfmodel.predict import predicted_metrics
-from ascendflow.report import kv_capacity_line, result_record, summary_rows
+from ascendflow.report import kv_capacity_line, result_record, role_lines, summary_rows
 from ascendflow.runner.artifacts import write_json, write_plan
 from ascendflow.runner.detect import compile_for_this_host
 from ascendflow.runner.engine_metrics import summary_line
@@ -135,6 +135,10 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
         spec = inputs.valid_spec()
         mode = mode_for(spec)
         mode.check(spec)  # e.g. a bad SLO is refused before anything starts
+        if spec.pd.enabled and mode.name != "plan":
+            raise ConfigError("run.mode", mode.name,
+                              f"pd.connector={spec.pd.connector}: a PD deployment is planned only (per-role serving, "
+                              f"rehearsal and tracking are not built yet, docs/pd.md); use run.mode=plan")
         if not multirun and spec.slo.measure_top is not None:
             raise ConfigError("slo.measure_top", spec.slo.measure_top,
                               "prunes the configs of a capacity sweep before they run, and this is a single run; run "
@@ -172,6 +176,7 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
             _check_requests(record, spec.run, tracked)
         tracked.end("FINISHED", run_dir)
         console.memory_waterfall(measured.memory.model_dump(), kv_capacity_line(measured))
+        console.info_lines(role_lines(measured))
         console.summary(f"ascendflow · {mode.name} · plan {measured.plan_hash}",
                         summary_rows(measured, record, written), _footer(tracked, run_dir, previous))
         console.warn_lines([("target plan: " if measured is not plan else "") + w for w in plan.warnings]

@@ -98,3 +98,9 @@ def warn_lines(warnings: list[str]) -> None:
     """Print the plan's warnings, one per line."""
     for w in warnings:
         console.print(f"[yellow]warning:[/] {w}", soft_wrap=True)
+
+
+def info_lines(lines: list[str]) -> None:
+    """Print plain lines (a PD plan's per-role memory and KV lines), one per line."""
+    for line in lines:
+        console.print(line, soft_wrap=True, markup=False)

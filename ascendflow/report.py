@@ -139,3 +139,19 @@ def kv_capacity_line(plan: Plan) -> str:
     return (f"KV capacity: {kv.num_blocks:,} blocks × {kv.block_size} tokens = {kv.num_blocks * kv.block_size:,} "
             f"tokens (as vLLM logs it: {kv.tokens:,}); max concurrency {kv.max_concurrency:.2f} at "
             f"max_model_len={plan.engine_args['max_model_len']:,}")
+
+
+def role_lines(plan: Plan) -> list[str]:
+    """A PD plan's per-role lines (one device of one DP rank of each role): memory, then KV capacity and the
+    requests of ``max_model_len`` that fit; ``[]`` for a co-located plan."""
+    lines = []
+    gib = 2**30
+    for name, role in (plan.roles or {}).items():
+        m, kv = role.memory, role.kv_cache
+        lines.append(f"{name} ({role.kv_role}, {role.instances} × TP{role.tensor_parallel_size} × "
+                     f"DP{role.data_parallel_size}, {role.graph.cudagraph_mode}): weights {m.weights_bytes / gib:.2f} "
+                     f"GiB, activation {m.activation_bytes / gib:.2f} GiB, non-torch {m.non_torch_bytes / gib:.2f} GiB, "
+                     f"KV {m.kv_cache_bytes / gib:.2f} GiB per device; KV {kv.num_blocks:,} blocks × {kv.block_size} = "
+                     f"{kv.num_blocks * kv.block_size:,} tokens per DP rank, max concurrency {kv.max_concurrency:.2f} "
+                     f"at max_model_len={role.engine_args['max_model_len']:,}")
+    return lines

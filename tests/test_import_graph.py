@@ -37,7 +37,7 @@ COMPILER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("passes", ("ascendflow.compiler.checks", "ascendflow.compiler.placement", "ascendflow.compiler.memory",
                 "ascendflow.compiler.graph")),
     ("launch", ("ascendflow.compiler.launch",)),
-    ("entry", ("ascendflow.compiler", "ascendflow.compiler.compile")),
+    ("entry", ("ascendflow.compiler", "ascendflow.compiler.compile", "ascendflow.compiler.deployment")),
 )
 
 

@@ -17,10 +17,12 @@ from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
 from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.estimates import plan_estimates
 from ascendflow.compiler.memory.kv_budget import kv_cache_plan, multi_group_scaled_bytes
+from ascendflow.compiler.memory.mla_weights import mlapo_frees_originals
 from ascendflow.compiler.memory.overheads import (GIB, KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes,
                                                  non_torch_bytes, p310_cleared_non_torch_bytes)
 from ascendflow.compiler.memory.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
 from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
+from ascendflow.compiler.placement.idle import idle_warning
 from ascendflow.compiler.placement.nodes import place
 from ascendflow.compiler.placement.topology import check_parallel
 from ascendflow.compiler.plan import MemoryPlan, Plan, StagePlan, TargetPlan, WorkerPlan, plan_hash
@@ -164,23 +166,33 @@ def _mlapo_950_warning(spec: RunSpec, rules: EngineRules, arch: ModelArchitectur
                         f"set ascend.env.VLLM_ASCEND_ENABLE_MLAPO=0 to turn it off, or calibrate")
 
 
-def _weight_rules(spec: RunSpec, rules: EngineRules, mtp_layers: int) -> EngineWeightRules:
+def _weight_rules(spec: RunSpec, rules: EngineRules, mtp_layers: int, role: str | None,
+                  max_num_batched_tokens: int) -> EngineWeightRules:
     """What the release does to the weights after loading (``EngineRules`` weight fields).
 
     MLAPO: the switch (``VLLM_ASCEND_ENABLE_MLAPO`` in ``ascend.env``, or ``additional_config.other.enable_mlapo``
-    where the release reads it, else the release default) turns it on at v0.11/v0.13; from v0.18 it acts only on
-    PD decode nodes, which no ascendflow plan describes yet, so it stays off there.
+    where the release reads it, else the release default) turns it on at v0.11/v0.13; from v0.18
+    (``mlapo_gating=decode_only``, ``mla_v1.py``) it acts only on PD decode nodes (KV consumers, ``role="decode"``)
+    of A2/A3; from v0.19.1rc1 (``decode_only_a2a3``, ``attention/utils.py`` ``enabling_mlapo``) the same on A2/A3,
+    while on the 950 the switch alone decides and its A5 copies are not counted (:func:`_mlapo_950_warning` says
+    so). On a KV consumer with ``max_num_batched_tokens <= 1024`` MLAPO frees the originals where the release
+    does (``mlapo_frees_originals``, ``mla_v1.py`` from v0.13.0).
     """
     switch = _mlapo_switch(spec, rules)
     npu = spec.hardware.kind == "npu"
-    return EngineWeightRules(mla_absorb_copies=npu and rules.mla_absorb_copies,
-                             mlapo=npu and switch and rules.mlapo_gating == "switch", mlapo_frees_originals=False,
+    decode_node = role == "decode" and spec.hardware.soc in ("910b", "910c")
+    gated = rules.mlapo_gating == "switch" or (rules.mlapo_gating in ("decode_only", "decode_only_a2a3")
+                                               and decode_node)
+    mlapo = npu and switch and gated
+    return EngineWeightRules(mla_absorb_copies=npu and rules.mla_absorb_copies, mlapo=mlapo,
+                             mlapo_frees_originals=mlapo and rules.mlapo_frees_originals and mlapo_frees_originals(
+                                 kv_consumer=role == "decode", max_num_batched_tokens=max_num_batched_tokens),
                              mtp_layers=mtp_layers, mtp_shares_vocab=rules.mtp_shares_vocab)
 
 
 def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                  host_memory_bytes: int | None = None, host_amx: bool = True,
-                 checkpoint: CheckpointInventory | None = None) -> Plan:
+                 checkpoint: CheckpointInventory | None = None, role: str | None = None) -> Plan:
     """Compile a validated spec into a plan for the release its software row names.
 
     Args:
@@ -191,6 +203,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         host_amx: the CPU host has AMX tiles. Without AMX, vLLM's reference CPU MLA backend forces 16-token blocks
             (``vllm/platforms/cpu.py`` ``check_and_update_config``); with AMX the AMX MLA backend keeps the default.
         checkpoint: the local checkpoint's tensor inventory; weights are then counted from it, not estimated.
+        role: ``prefill`` or ``decode`` when compiling one instance of a PD role
+            (:mod:`ascendflow.compiler.deployment`): decode-node weight rules apply to ``decode``; ``None``: co-located.
 
     Returns:
         The frozen :class:`Plan`; memory and KV figures are those of the bottleneck device (the PP stage with the
@@ -267,7 +281,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                                 per_group=rules.hccl_buffers == "per_group", reuse=rules.hccl_reuse_same_ranks)
     explicit_kv = _explicit_kv(spec, rules, warnings)
     mtp_kv_layers = (arch.num_nextn_predict_layers or 0) if eng.num_speculative_tokens else 0
-    weight_rules = _weight_rules(spec, rules, mtp_kv_layers)
+    weight_rules = _weight_rules(spec, rules, mtp_kv_layers, role, max_num_batched_tokens)
     _mlapo_950_warning(spec, rules, arch, quant.linear_scheme, warnings)
 
     vision = _vision_bytes(arch, par.tensor_parallel_size, DTYPE_BYTES[dtype], warnings)
@@ -399,6 +413,10 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     workers = [_worker(spec, launcher, engine_args, node.node_rank, node.dp_ranks[0], len(node.dp_ranks),
                        node.devices) for node in placement]
 
+    if role is None and hw.kind != "cpu":
+        idle = idle_warning([len(n.devices) for n in placement], hw.devices_per_node, par.tensor_parallel_size,
+                            par.pipeline_parallel_size, par.data_parallel_size)
+        warnings += [idle] if idle else []
     target = TargetPlan(hardware=hw.name, kind=hw.kind, device_name=hw.device_name, nodes=par.nodes,
                         devices_per_node=hw.devices_per_node, engine=row,
                         k8s_device_resource=hw.k8s_device_resource)

@@ -136,6 +136,46 @@ class GraphPlan(_Frozen):
     enforce_eager: bool
 
 
+class RolePlan(_Frozen):
+    """One PD role (``prefill`` or ``decode``): one instance's memory, KV and graph (every instance is alike), the
+    workers of all its instances (``node_rank`` global over the deployment), the ``--kv-transfer-config`` of each
+    instance, and the API endpoints the proxy lists (``[host, port]``, one per DP rank with external DP, one per
+    instance with internal DP).
+
+    Attributes:
+        kv_role: ``kv_producer`` (prefill) or ``kv_consumer`` (decode) (vLLM ``KVTransferConfig.kv_role``).
+        nodes: global node indices of the role.
+        kv_port_ranges: ``[host, first, last]`` handshake ports each instance listens on (inclusive).
+    """
+
+    kv_role: str
+    instances: int
+    nodes: list[int]
+    tensor_parallel_size: int
+    data_parallel_size: int
+    dp_launch: str
+    engine_args: dict[str, Any]
+    env: dict[str, str]
+    memory: MemoryPlan
+    kv_cache: KVCachePlan
+    graph: GraphPlan
+    workers: list[WorkerPlan]
+    kv_transfer: list[dict[str, Any]]
+    kv_port_ranges: list[list[Any]]
+    endpoints: list[list[Any]]
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ProxyPlan(_Frozen):
+    """The PD proxy: vllm-ascend's example script (``examples/disaggregated_prefill_v1/``), where it runs, and its
+    argv."""
+
+    script: str
+    host: str
+    port: int
+    command: list[str]
+
+
 class Plan(_Frozen):
     """An executable plan. ``plan_hash`` covers the semantic content only (no paths, no timestamps)."""
 
@@ -163,10 +203,16 @@ class Plan(_Frozen):
     #: Predicted serving performance (``ascendflow/perfmodel``), attached by the app after compiling; not hashed,
     #: absent from ``plan.json`` when not predicted (so the compiler's golden plans do not carry it).
     performance: dict[str, Any] | None = None
+    #: PD disaggregation (``pd`` option): the prefill and decode roles; ``None`` (and absent from ``plan.json``) for
+    #: a co-located plan. The plan's own ``memory``/``kv_cache``/``graph``/``engine_args`` are then the decode role's.
+    roles: dict[str, RolePlan] | None = None
+    #: The PD proxy; ``None`` for a co-located plan.
+    proxy: ProxyPlan | None = None
 
     def to_json(self) -> str:
-        """The plan as pretty JSON (the ``plan.json`` format)."""
-        return self.model_dump_json(indent=2, exclude={"performance"} if self.performance is None else None)
+        """The plan as pretty JSON (the ``plan.json`` format); unset optional parts (performance, PD roles) absent."""
+        exclude = {k for k in ("performance", "roles", "proxy") if getattr(self, k) is None}
+        return self.model_dump_json(indent=2, exclude=exclude or None)
 
 
 def plan_hash(content: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from ascendflow.schema.graph import GraphSpec
 from ascendflow.schema.hardware import HardwareSpec
 from ascendflow.schema.model import ModelSpec
 from ascendflow.schema.parallel import ParallelSpec
+from ascendflow.schema.pd import PDSpec
 from ascendflow.schema.quantization import QuantizationSpec
 from ascendflow.schema.run import RunOptions
 from ascendflow.schema.secrets import check_env_names
@@ -36,6 +37,7 @@ class RunSpec(Spec):
     tracking: TrackingSpec
     run: RunOptions
     slo: SloSpec = SloSpec()
+    pd: PDSpec = PDSpec()
 
 
 def load_spec(config: Mapping[str, Any]) -> RunSpec:

@@ -61,6 +61,33 @@ def test_serve_command_parses_with_vllms_parser(overrides):
         assert args.compilation_config.cudagraph_mode.name == plan.graph.cudagraph_mode
 
 
+@pytest.mark.parametrize("recipe", [r for r in recipe_names() if "_pd_" in r])
+def test_every_pd_worker_parses_with_vllms_parser(recipe):
+    """Each role's every ``vllm serve`` (DP rank or node flags, ``--kv-transfer-config``) parses with vLLM's own parser
+    into the role's engine arguments and the instance's KV-transfer config."""
+    raw = compose_config([f"+recipe={recipe}"])
+    raw.pop("hydra", None)
+    spec = load_spec(raw)
+    plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path="/m")
+    parser = _vllm_server_parser()
+    for role in plan.roles.values():
+        for worker in role.workers:
+            argv = worker.command[2:]
+            if "--quantization" in argv:
+                i = argv.index("--quantization")
+                argv = argv[:i] + argv[i + 2:]
+            args = parser.parse_args(argv)
+            for key in ("tensor_parallel_size", "data_parallel_size", "max_num_seqs", "max_num_batched_tokens",
+                        "gpu_memory_utilization"):
+                assert getattr(args, key) == role.engine_args[key], (key, worker.node_rank, worker.dp_rank)
+            kv = args.kv_transfer_config
+            config = next(c for c in role.kv_transfer if c["engine_id"] == kv.engine_id)
+            assert (kv.kv_connector, kv.kv_role, kv.kv_port, kv.kv_connector_extra_config) == (
+                config["kv_connector"], config["kv_role"], config["kv_port"], config["kv_connector_extra_config"])
+            if role.dp_launch == "external" and role.data_parallel_size > 1:
+                assert args.data_parallel_rank == worker.dp_rank
+
+
 def test_quantization_flag_follows_the_vllm_ascend_version():
     def plan_for(row):
         raw = compose_config(["+recipe=qwen3_32b_w8a8", f"hardware.software={row}"])

@@ -49,6 +49,8 @@ CONTEXT = {
     ("parallel", "tp8_dp2_ep_2nodes"): ["hardware=atlas_800i_a2", "model=qwen3_30b_a3b"],
     ("quantization", "w8a8_ascend"): ["hardware=atlas_800i_a2", "model=qwen3_8b"],
     ("quantization", "w8a8_dynamic_ascend"): ["hardware=atlas_800i_a2", "model=qwen3_8b"],
+    ("pd", "mooncake_1p1d"): ["hardware=atlas_800i_a2", "model=qwen3_8b", "engine.max_model_len=16384",
+                              "workload=random"],
 }
 
 

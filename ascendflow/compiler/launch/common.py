@@ -34,6 +34,7 @@ _REF_HINTS = {
     "ASCENDFLOW_NODE": "or give parallel.node_addresses in the config",
     "ASCENDFLOW_NIC": "or give parallel.nic_name in the config",
     "ASCENDFLOW_MODEL_PATH": "the msModelSlim checkpoint directory, or give model.path in the config",
+    "ASCENDFLOW_PD_PROXY_DIR": "vllm-ascend's examples/disaggregated_prefill_v1 directory at the plan's tag",
 }
 
 

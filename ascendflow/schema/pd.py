@@ -1,0 +1,103 @@
+"""Prefill/decode disaggregation option (``conf/pd/*.yaml``): the connector, the proxy and the two roles.
+
+``pd=none`` (default) is a co-located deployment: no roles, today's plan. Sources of every default are in the
+``Field`` descriptions below and in ``conf/pd/*.yaml``; the deployments they follow are vllm-ascend's PD tutorials
+(``docs/source/tutorials/features/pd_disaggregation_mooncake_{single,multi}_node.md`` at v0.25.1rc1).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt
+
+from ascendflow.schema.ascend import AdditionalConfig, EnvValue
+from ascendflow.schema.base import Spec
+from ascendflow.schema.graph import CudagraphMode
+
+#: KV connectors vllm-ascend registers (``vllm_ascend/distributed/kv_transfer/__init__.py`` ``register_connector``,
+#: v0.23.0 and v0.25.1rc1) that move KV from prefill to decode instances point to point.
+Connector = Literal["MooncakeConnectorV1", "MooncakeLayerwiseConnector"]
+
+
+class RoleSpec(Spec):
+    """One role (prefill or decode): its instances, layout, engine knobs and ports. ``None`` inherits the run's
+    value (``engine.*``, ``graph.*``).
+
+    Attributes:
+        instances: engine instances of this role (one ``engine_id`` each).
+        nodes: nodes one instance spans.
+        tensor_parallel_size / data_parallel_size / enable_expert_parallel: one instance's layout (vLLM names).
+        dp_ranks_per_node: DP ranks of an instance on each of its nodes; ``None``: ``data_parallel_size / nodes``.
+        dp_launch: ``external``: one ``vllm serve`` per DP rank with ``--data-parallel-rank`` (vllm-ascend
+            ``examples/external_online_dp/launch_online_dp.py``: port ``vllm_start_port + i``, devices
+            ``i·TP .. (i+1)·TP − 1``); ``internal``: one ``vllm serve`` per node with ``--data-parallel-size-local``
+            (the nightly ``Qwen3-235B-disagg-pd.yaml``), API on the instance's first node only.
+        max_num_seqs / max_num_batched_tokens / gpu_memory_utilization / kv_cache_memory_bytes: engine knobs.
+        enforce_eager / cudagraph_mode / cudagraph_capture_sizes: graph settings of this role.
+        num_speculative_tokens: MTP draft tokens of this role.
+        additional_config: ``--additional-config`` keys added to the run's for this role.
+        env: environment added on this role's nodes.
+        hccl_buffsize_mb: ``HCCL_BUFFSIZE`` on this role's nodes.
+        kv_port: Mooncake handshake base port of the role's first instance; each engine listens on
+            ``kv_port + dp_rank × TP × PP + tp_rank`` (``mooncake_connector.py`` ``MooncakeConnectorScheduler``).
+        kv_port_stride: added to ``kv_port`` per further instance (tutorial: 36000, 36100).
+        api_port: HTTP port of the role's first DP rank on a node (``--port``; external DP adds the local index).
+    """
+
+    instances: PositiveInt = 1
+    nodes: PositiveInt = 1
+    tensor_parallel_size: PositiveInt = 1
+    data_parallel_size: PositiveInt = 1
+    enable_expert_parallel: bool = False
+    dp_ranks_per_node: PositiveInt | None = None
+    dp_launch: Literal["external", "internal"] = "external"
+    max_num_seqs: PositiveInt | None = None
+    max_num_batched_tokens: PositiveInt | None = None
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    kv_cache_memory_bytes: PositiveInt | None = None
+    enforce_eager: bool | None = None
+    cudagraph_mode: CudagraphMode | None = None
+    cudagraph_capture_sizes: tuple[PositiveInt, ...] | None = Field(default=None, min_length=1)
+    num_speculative_tokens: int | None = Field(default=None, ge=0)
+    additional_config: AdditionalConfig = Field(default_factory=AdditionalConfig)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+    hccl_buffsize_mb: PositiveInt | None = None
+    kv_port: int = Field(default=36000, ge=1024, le=65535)
+    kv_port_stride: PositiveInt = 100
+    api_port: int = Field(default=7100, ge=1, le=65535)
+
+
+class ProxySpec(Spec):
+    """The PD proxy (vllm-ascend ``examples/disaggregated_prefill_v1/``): ``load_balance``:
+    ``load_balance_proxy_server_example.py`` (requests go to prefill first; for ``MooncakeConnectorV1``);
+    ``layerwise``: ``load_balance_proxy_layerwise_server_example.py`` (decode first; for
+    ``MooncakeLayerwiseConnector``). ``host``: ``None`` is the first prefill node (the tutorials run it there)."""
+
+    kind: Literal["load_balance", "layerwise"] = "load_balance"
+    host: str | None = None
+    port: int = Field(default=8000, ge=1, le=65535)
+
+
+class PDSpec(Spec):
+    """Prefill/decode disaggregation; ``connector=None`` is co-located (no roles).
+
+    Attributes:
+        name: option name.
+        connector: the KV connector (``--kv-transfer-config`` ``kv_connector``).
+        single_node: both roles share node 0 (devices split: prefill first), as the single-node tutorial does.
+        proxy: the proxy the clients call.
+        prefill / decode: the roles.
+    """
+
+    name: str = "none"
+    connector: Connector | None = None
+    single_node: bool = False
+    proxy: ProxySpec = Field(default_factory=ProxySpec)
+    prefill: RoleSpec = Field(default_factory=RoleSpec)
+    decode: RoleSpec = Field(default_factory=lambda: RoleSpec(kv_port=36100, api_port=7200))
+
+    @property
+    def enabled(self) -> bool:
+        """A disaggregated deployment (a connector is named)."""
+        return self.connector is not None

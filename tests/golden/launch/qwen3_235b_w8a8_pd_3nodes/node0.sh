@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# ascendflow plan 7dedad69374ebce6: PD node 0 of 3 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
+set -euo pipefail
+
+# Values the config did not give: set them before launching (the script stops if one is missing).
+: "${ASCENDFLOW_MODEL_PATH:?set ASCENDFLOW_MODEL_PATH (the msModelSlim checkpoint directory, or give model.path in the config)}"
+: "${ASCENDFLOW_NODE0_IP:?set ASCENDFLOW_NODE0_IP (or give parallel.node_addresses in the config)}"
+
+# prefill (kv_producer): TP8 × DP2, internal DP
+( export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15; export HCCL_BUFFSIZE=512; export HCCL_CONNECT_TIMEOUT=600; export HCCL_EXEC_TIMEOUT=600; export HCCL_IF_IP="${ASCENDFLOW_NODE0_IP}"; export HCCL_OP_EXPANSION_MODE=AIV; export OMP_NUM_THREADS=1; export OMP_PROC_BIND=false; export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True; export TASK_QUEUE_ENABLE=1; export VLLM_ASCEND_ENABLE_FLASHCOMM1=1; export VLLM_ASCEND_ENABLE_FUSED_MC2=2; export VLLM_LOGGING_LEVEL=INFO; exec vllm serve "${ASCENDFLOW_MODEL_PATH}" --served-model-name Qwen/Qwen3-235B-A22B --tensor-parallel-size 8 --pipeline-parallel-size 1 --data-parallel-size 2 --enable-expert-parallel --dtype bfloat16 --max-model-len 40960 --max-num-seqs 24 --max-num-batched-tokens 16384 --gpu-memory-utilization 0.9 --block-size 128 --no-enable-prefix-caching --seed 1024 --enforce-eager --data-parallel-size-local 2 --data-parallel-start-rank 0 --data-parallel-address "${ASCENDFLOW_NODE0_IP}" --data-parallel-rpc-port 13389 --kv-transfer-config '{"kv_connector":"MooncakeConnectorV1","kv_role":"kv_producer","kv_port":36000,"engine_id":"prefill0","kv_connector_extra_config":{"prefill":{"dp_size":2,"tp_size":8},"decode":{"dp_size":8,"tp_size":4}}}' --host 0.0.0.0 --port 8000 ) &
+
+wait -n  # the node stops when any engine exits
+kill 0

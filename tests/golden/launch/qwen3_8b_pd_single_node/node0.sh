@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# ascendflow plan f0928889cb95282a: PD node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
+set -euo pipefail
+
+# prefill (kv_producer): TP1 × DP1, external DP
+( export ASCEND_RT_VISIBLE_DEVICES=0; export HCCL_BUFFSIZE=200; export HCCL_CONNECT_TIMEOUT=120; export HCCL_EXEC_TIMEOUT=300; export HCCL_OP_EXPANSION_MODE=AIV; export OMP_NUM_THREADS=10; export OMP_PROC_BIND=false; export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True; export TASK_QUEUE_ENABLE=1; export VLLM_LOGGING_LEVEL=INFO; exec vllm serve /models/Qwen/Qwen3-8B --served-model-name Qwen/Qwen3-8B --tensor-parallel-size 1 --pipeline-parallel-size 1 --data-parallel-size 1 --dtype bfloat16 --max-model-len 40000 --max-num-seqs 16 --max-num-batched-tokens 40000 --gpu-memory-utilization 0.9 --block-size 128 --no-enable-prefix-caching --seed 1024 --enforce-eager --kv-transfer-config '{"kv_connector":"MooncakeConnectorV1","kv_role":"kv_producer","kv_port":30000,"engine_id":"prefill0","kv_connector_extra_config":{"prefill":{"dp_size":1,"tp_size":1},"decode":{"dp_size":1,"tp_size":1}}}' --host 0.0.0.0 --port 13700 ) &
+
+# decode (kv_consumer): TP1 × DP1, external DP
+( export ASCEND_RT_VISIBLE_DEVICES=1; export HCCL_BUFFSIZE=200; export HCCL_CONNECT_TIMEOUT=120; export HCCL_EXEC_TIMEOUT=300; export HCCL_OP_EXPANSION_MODE=AIV; export OMP_NUM_THREADS=10; export OMP_PROC_BIND=false; export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True; export TASK_QUEUE_ENABLE=1; export VLLM_LOGGING_LEVEL=INFO; exec vllm serve /models/Qwen/Qwen3-8B --served-model-name Qwen/Qwen3-8B --tensor-parallel-size 1 --pipeline-parallel-size 1 --data-parallel-size 1 --dtype bfloat16 --max-model-len 40000 --max-num-seqs 16 --max-num-batched-tokens 40000 --gpu-memory-utilization 0.9 --block-size 128 --no-enable-prefix-caching --seed 1024 --compilation-config '{"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4,8,16]}' --kv-transfer-config '{"kv_connector":"MooncakeConnectorV1","kv_role":"kv_consumer","kv_port":30100,"engine_id":"decode0","kv_connector_extra_config":{"prefill":{"dp_size":1,"tp_size":1},"decode":{"dp_size":1,"tp_size":1}}}' --host 0.0.0.0 --port 13701 ) &
+
+wait -n  # the node stops when any engine exits
+kill 0
