@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ascendflow.compiler import Plan
+from ascendflow.perfmodel.calibration import load_calibration
 from ascendflow.perfmodel.predict import MEASURED_ERROR, predict
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.table import TABLES_DIR, find_table
@@ -93,6 +94,8 @@ def _attach(plan: Plan, spec: RunSpec, model_path: str | None, root: Path, table
     table = find_table(spec.hardware.name, spec.hardware.software, shapes, tables_dir)
     lengths = chat_lengths(spec, model_path) if spec.workload.dataset == "chat" else None
     slo = spec.slo if spec.slo is not None and spec.slo.targets else None
+    calibration = load_calibration(spec.hardware.name) if table is None and spec.hardware.kind == "npu" else None
     perf = predict(data, spec.hardware.model_dump(), spec.workload, slo, table, lengths,
-                   measured_error(root) if table is not None else None)
+                   measured_error(root) if table is not None else None, calibration=calibration,
+                   quantization=spec.quantization.model_dump())
     return plan.model_copy(update={"performance": perf})

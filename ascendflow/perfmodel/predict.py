@@ -1,8 +1,10 @@
 """Predicted serving performance of a plan on a workload: the ``performance`` section of ``plan.json``. Pure.
 
 ``predict(plan, workload, slo, table, chat_lengths)`` takes the plan (dict or model), the workload and SLO specs
-and, as data, the op table the caller found (``None``: roofline from the hardware's peak figures) and returns every
-figure labelled ``estimate`` with its source and the error measured by ``benchmarks/perf_model_accuracy.py``.
+and, as data, the op table the caller found or the hardware's NPU calibration (``calibration/<hardware>.yaml``) and
+returns every figure labelled ``estimate`` with its source and its measured error: the table model's from
+``benchmarks/perf_model_accuracy.py``, the NPU model's leave-one-out error of the plan's model class from
+``benchmarks/fit_npu_perf.py``. Without either, a roofline at the hardware's peak figures, labelled unmeasured.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from ascendflow.capacity.search import History, load_range
+from ascendflow.perfmodel.npu import NpuConstants, model_class, npu_step_model
 from ascendflow.perfmodel.scheduler import EngineLimits, simulate_dp
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.steptime import RooflineStepModel, StepModel, TableStepModel
@@ -27,8 +30,11 @@ CPU_STEP_OVERHEAD_S = 0.01521
 #: counted in TTFT; a calibrated constant, 20.2 ms, from the same config: measured median TTFT 396.9 ms minus the
 #: simulated one with CPU_STEP_OVERHEAD_S (same file, ``request_latency_s``).
 CPU_REQUEST_LATENCY_S = 0.02022
-#: Per-step overhead assumed for roofline estimates (s): no measurement exists; 0 keeps the roofline a lower bound.
+#: Per-step overhead assumed for roofline estimates (s): no measurement exists for hardware without a calibration.
 ROOFLINE_STEP_OVERHEAD_S = 0.0
+#: Label of a roofline prediction: no calibration or table exists, so its error is unknown (peaks are not reached,
+#: collectives and overheads are not priced: it is not a bound either way once queueing enters).
+ROOFLINE_ERROR = "unmeasured (roofline at the hardware's peak figures: no op table or calibration for this hardware)"
 #: Measured error of the table model on this machine: ``benchmarks/perf_model_accuracy.py`` over 9 configs
 #: (max_num_seqs 4-32, concurrency 1-32, 64-1024 in / 32-128 out), 2026-11-30, mean absolute percentage errors.
 MEASURED_ERROR: dict[str, Any] = {
@@ -41,10 +47,19 @@ PREDICTED = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "
 
 
 def step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], table: Mapping[str, Any] | None,
-               overhead_s: float | None = None) -> tuple[StepModel | None, str]:
+               overhead_s: float | None = None, calibration: Mapping[str, Any] | None = None,
+               quantization: Mapping[str, Any] | None = None) -> tuple[StepModel | None, str]:
     """The step-time model for ``plan`` and its source label; ``(None, reason)`` when neither a table nor the
-    hardware's peak figures exist."""
+    hardware's peak figures exist.
+
+    Order: a measured op table; else, on an NPU with a ``calibration`` (:mod:`ascendflow.perfmodel.calibration`),
+    the :class:`~ascendflow.perfmodel.npu.NpuStepModel` with the run's ``quantization`` schemes; else a roofline."""
     arch = plan["model"]["architecture"]
+    peaks = hardware.get("peak_tflops_bf16") and hardware.get("memory_bandwidth_gbps")
+    if table is None and calibration is not None and hardware.get("kind") == "npu" and peaks:
+        consts = NpuConstants(**{k: float(v) for k, v in calibration["constants"].items()})
+        step = npu_step_model(plan, hardware, consts, quantization)
+        return step, (f"NPU step model (ascendflow/perfmodel/npu.py), calibration {calibration.get('file', '?')}")
     tp = int(plan["engine_args"].get("tensor_parallel_size") or 1)
     shapes = layer_shapes(arch, tp)
     if arch.get("kv_lora_rank") or shapes.experts:
@@ -117,10 +132,24 @@ def predicted_capacity(plan: Mapping[str, Any], workload: WorkloadSpec, slo: Slo
                       for x in sorted(history.points)}}
 
 
+def calibration_error(calibration: Mapping[str, Any], arch: Mapping[str, Any]) -> dict[str, Any]:
+    """The leave-one-out error of ``arch``'s model class (``dense``, ``moe``, ``mla_moe``) recorded in a calibration
+    file, with the error over all its rows beside it."""
+    errors = calibration.get("measured_error") or {}
+    cls = model_class(arch)
+    return {"file": f"{calibration.get('file', '?')} (benchmarks/fit_npu_perf.py, leave-one-out on public rows)",
+            "class": cls, "class_error": errors.get(cls, "no training row of this class"),
+            "all_rows": errors.get("all")}
+
+
 def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: WorkloadSpec, slo: SloSpec | None,
             table: Mapping[str, Any] | None, chat_lengths: Sequence[tuple[int, int]] | None = None,
-            measured_error: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            measured_error: Mapping[str, Any] | None = None, calibration: Mapping[str, Any] | None = None,
+            quantization: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The plan's ``performance`` section: predicted metrics, capacity at the SLO, and their labels.
+
+    ``calibration``: the hardware's NPU calibration (used when no op table is given); ``quantization``: the run's
+    quantization spec (``linear_scheme``, ``expert_scheme``) for weight bytes.
 
     Data parallelism is simulated rank by rank (:func:`simulate`). Plans with pipeline parallelism are ``not
     predicted``: the step model times one replica's whole forward pass, so PP2 would get PP1's figures (and a
@@ -132,7 +161,7 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
         return {"status": "not predicted",
                 "reason": f"PP not modelled (pipeline_parallel_size={pp}): the step model times one replica's whole "
                           f"forward pass"}
-    step, source = step_model(plan, hardware, table)
+    step, source = step_model(plan, hardware, table, calibration=calibration, quantization=quantization)
     if step is None:
         return {"status": "not predicted", "reason": source}
     if workload.dataset == "chat" and not chat_lengths:
@@ -148,8 +177,9 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
         "step_overhead_s": getattr(step, "overhead_s", None), "request_latency_s": latency,
         "predicted": {k: round(metrics[k], 3) for k in PREDICTED},
         "simulated_steps": metrics["steps"], "simulated_preemptions": metrics["preemptions"],
-        "measured_error": dict(measured_error or MEASURED_ERROR) if table is not None else
-        "unmeasured (roofline: a lower bound on time, upper bound on throughput)",
+        "measured_error": (dict(measured_error or MEASURED_ERROR) if table is not None else
+                           calibration_error(calibration, plan["model"]["architecture"])
+                           if source.startswith("NPU step model") else ROOFLINE_ERROR),
     }
     if workload.dataset == "chat":
         out["note"] = "chat: output lengths taken as max_output_tokens (EOS may end replies earlier)"

@@ -64,8 +64,9 @@ class RooflineStepModel:
     """Step time where no table exists: each op takes ``max(flops / peak, bytes / bandwidth)``.
 
     Peak dense bf16 FLOPS and memory bandwidth come from the hardware option (``peak_tflops_bf16``,
-    ``memory_bandwidth_gbps``, with their sources in ``conf/hardware/*.yaml``); achieved figures are lower, so this
-    is a lower bound on time. TP collectives are not priced (an underestimate for TP > 1).
+    ``memory_bandwidth_gbps``, with their sources in ``conf/hardware/*.yaml``). Achieved figures are lower and TP
+    collectives are not priced; its error is unmeasured. NPUs with a calibration use
+    :class:`~ascendflow.perfmodel.npu.NpuStepModel` instead.
     """
 
     shapes: LayerShapes

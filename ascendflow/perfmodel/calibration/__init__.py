@@ -1,0 +1,37 @@
+"""Calibrated constants of the NPU step model, one YAML file per hardware option (``<hardware>.yaml`` here).
+
+Each file holds ``constants`` (the fields of :class:`~ascendflow.perfmodel.npu.NpuConstants`, each with its meaning
+and source in a comment), ``fit`` (how and on which rows the fitted ones were fitted) and ``measured_error`` (the
+leave-one-out error per model class that labels every prediction). Written by ``benchmarks/fit_npu_perf.py``.
+Loading is I/O: the app calls :func:`load_calibration`; the pure predictor takes its result as data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CALIBRATION_DIR = Path(__file__).parent
+
+
+def calibration_path(hardware: str, directory: Path = CALIBRATION_DIR) -> Path:
+    """``<directory>/<hardware>.yaml``."""
+    return directory / f"{hardware}.yaml"
+
+
+def load_calibration(hardware: str, path: Path | None = None) -> dict[str, Any] | None:
+    """The calibration of ``hardware`` (``path`` overrides the packaged file), with ``file`` set to where it was
+    read; ``None`` when no file exists.
+
+    Raises:
+        ValueError: the file exists but is not a mapping with ``constants``.
+    """
+    path = path or calibration_path(hardware)
+    if not path.exists():
+        return None
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("constants"), dict):
+        raise ValueError(f"{path}: a calibration file is a mapping with a 'constants' mapping")
+    return {**data, "file": path.name if path.parent == CALIBRATION_DIR else str(path)}

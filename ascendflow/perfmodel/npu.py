@@ -1,0 +1,298 @@
+"""Step time on an Ascend NPU: each op class at its calibrated achieved efficiency, plus communication and
+per-step overhead. Pure.
+
+One engine step of one DP rank (the scheduler prices each rank's batch) is::
+
+    layers × (GEMMs + MoE experts + attention + elementwise + TP/EP collectives) + LM head
+    + step_overhead_s + (eager_layer_overhead_s × layers when the step is not replayed as a full graph)
+
+Each op is a roofline ``max(flops / (eff_gemm × peak), bytes / (eff_mem × bandwidth))`` (Williams, Waterman,
+Patterson, "Roofline", CACM 52(4), 2009) at *achieved* efficiencies fitted to public vllm-ascend measurements
+(:mod:`ascendflow.perfmodel.calibration`), never at peak. Terms and the source of each form:
+
+* **Weight bytes by quantization** (``W8A8``, ``W8A8_DYNAMIC``, ``W4A8_DYNAMIC``, ``W8A16``): bytes per element from
+  :func:`ascendflow.compiler.memory.quant_bytes.quant_bytes` (vllm-ascend ``quantization/methods/w8a8_static.py``,
+  ``w8a8_dynamic.py``); int8-activation schemes run on the int8 cube at twice the fp16 peak (910B/910C: 589.8/707.9
+  TOPS int8 vs 294.9/353.8 TFLOPS fp16, ``shared/reference/ascend_perf_training.md`` §3).
+* **MoE experts read at the batch size**: a batch of ``B`` tokens, each routed to ``k`` distinct experts of ``E``
+  uniformly and independently, touches ``E·(1−(1−k/E)^B)`` distinct experts in expectation (the classical occupancy
+  count, Feller, *An Introduction to Probability Theory*, vol. 1, ch. II.11 / IV.2; a token leaves a given expert
+  unpicked with probability ``1−k/E``); ``B`` counts the tokens of every DP rank, which meet in the EP group's
+  dispatch (vllm-ascend ``ops/fused_moe``: MC2 / all-to-all over ``tp × dp`` ranks). Expert weights are spread over
+  ``tp × dp`` ranks (vLLM ``FusedMoE``: EP or flattened TP over DP×TP); compute is ``2·B·k·3·H·I / tp`` per rank.
+* **MLA decode on the latent cache with absorbed projections** (DeepSeek-V2 paper, arXiv 2405.04434 §2.1.2;
+  vllm-ascend ``attention/mla_v1.py`` ``_forward_decode``): per token and rank, GEMMs ``q_a``, ``q_b``, ``kv_a``,
+  ``W_UK`` (``h × nope × kv_lora``), ``W_UV`` (``h × kv_lora × v``) and ``o``; attention reads ``(kv_lora + rope)``
+  elements per cached token (one latent, not split by TP) and does ``2·h·(2·kv_lora + rope)`` flops per cached
+  token. Prefill decompresses with ``kv_b`` (``kv_lora → h × (nope + v)``) and runs MHA (``_forward_prefill``).
+* **Attention**: decode reads every cached K/V element once (paged attention, memory-bound); a prefill chunk of
+  ``n`` tokens over ``c`` cached costs ``4·n·(c + n/2)·h·d`` flops (causal; FlashAttention, arXiv 2205.14135).
+* **TP all-reduce** after attention and after the MLP (Megatron-LM, arXiv 1909.08053 §3: two all-reduces per layer),
+  ring cost ``α + 2(n−1)/n × bytes / bw`` (Patarasuk & Yuan, JPDC 69(2), 2009), ``bw`` HCCS inside a node and RoCE
+  across nodes; the LM head's logits all-gather ``α + (n−1)/n × bytes / bw``.
+* **EP dispatch and combine** (MC2: vllm-ascend ``ops/fused_moe/moe_comm_method.py``): each a collective moving
+  ``B·k·H`` activations of which ``(ep−1)/ep`` leave the rank: ``α + bytes × (ep−1)/ep / bw``, two per MoE layer.
+* **Per-step overhead** (scheduling, input preparation, sampling, output processing): ``step_overhead_s``; a step
+  that is not replayed as one full graph (eager, piecewise, or a mixed prefill step under ``FULL_DECODE_ONLY``)
+  also launches each layer's kernels from the host: ``eager_layer_overhead_s`` per layer (vLLM
+  ``compilation_config.cudagraph_mode``; ACL graphs in vllm-ascend ``compilation/acl_graph.py``).
+* **MTP** (DeepSeek-V3, arXiv 2412.19437 §2.2, §5.4.3): a decode row verifies ``1 + s`` tokens and runs the draft
+  layer ``s`` times, and emits ``accept_length`` tokens on average; a decode-only step's time is divided by
+  ``accept_length`` (the scheduler counts one token per row per step). Default ``accept_length`` for ``s = 1``: 1.85
+  (the report's 85–90 % acceptance of the second token).
+* **Chunked prefill**: the scheduler cuts prompts to the token budget; a chunk is priced over its cached prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ascendflow.compiler.memory.quant_bytes import quant_bytes
+from ascendflow.perfmodel.steptime import Work
+
+#: Schemes whose activations are quantized to int8, so their GEMMs run on the int8 cube (2× the fp16 peak).
+INT8_ACTIVATION_SCHEMES = ("W8A8", "W8A8_DYNAMIC", "W4A8_DYNAMIC")
+#: Elementwise passes over the hidden state per layer (2 RMSNorms, rotary, SiLU×mul, 2 residual adds, read+write):
+#: a count of vLLM's Qwen3/Llama decoder-layer ops (``vllm/model_executor/models/qwen3.py``), each ~2 passes.
+ELEMENTWISE_PASSES = 10
+
+
+def bytes_per_weight(scheme: str | None, dtype_bytes: int) -> float:
+    """Resident bytes per weight element of ``scheme`` (``None``: the model dtype), from
+    :func:`~ascendflow.compiler.memory.quant_bytes.quant_bytes` on a 4096 × 4096 projection (per-row scales
+    included)."""
+    if not scheme:
+        return float(dtype_bytes)
+    return quant_bytes(4096, 4096, scheme, "bfloat16", dtype_bytes) / 4096 ** 2
+
+
+@dataclass(frozen=True)
+class NpuConstants:
+    """Calibrated constants of one hardware generation (meaning and source: ``calibration/<hardware>.yaml``)."""
+
+    gemm_efficiency: float
+    memory_efficiency: float
+    step_overhead_s: float
+    eager_layer_overhead_s: float
+    collective_latency_s: float
+    hccs_bandwidth_gbps: float
+    internode_bandwidth_gbps: float
+    mtp_accept_length: float
+
+
+@dataclass(frozen=True)
+class NpuLayout:
+    """What the step model needs from the plan: parallel sizes, quantization, graph mode, speculative tokens."""
+
+    tp: int = 1
+    dp: int = 1
+    ep: bool = False
+    nodes: int = 1
+    devices_per_node: int = 8
+    linear_scheme: str | None = None
+    expert_scheme: str | None = None
+    full_graph_decode: bool = False
+    max_capture_size: int = 0
+    spec_tokens: int = 0
+
+
+def distinct_experts(experts: int, top_k: int, tokens: float) -> float:
+    """Expected distinct experts a batch of ``tokens`` touches when each picks ``top_k`` of ``experts`` uniformly:
+    ``E·(1−(1−k/E)^B)`` (occupancy; see the module docstring). 0 for a dense model."""
+    if not experts:
+        return 0.0
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def _arch_int(arch: Mapping[str, Any], *names: str, default: int = 0) -> int:
+    for n in names:
+        v = arch.get(n)
+        if v:
+            return int(v[0] if isinstance(v, (list, tuple)) else v)
+    return default
+
+
+@dataclass(frozen=True)
+class NpuStepModel:
+    """Step time of one DP rank on an NPU (seconds); see the module docstring for every term.
+
+    Built by :func:`npu_step_model`; ``peak_flops`` (fp16/bf16 cube, FLOP/s) and ``bandwidth_bps`` (HBM, B/s) are
+    the hardware option's per-device peaks.
+    """
+
+    arch: Mapping[str, Any]
+    layout: NpuLayout
+    constants: NpuConstants
+    peak_flops: float
+    bandwidth_bps: float
+    dtype_bytes: int = 2
+
+    @property
+    def overhead_s(self) -> float:
+        """Fixed per-step overhead (s) of a graph-replayed step."""
+        return self.constants.step_overhead_s
+
+    # -- primitives ---------------------------------------------------------------------------------------------
+    def _roof(self, flops: float, nbytes: float, int8: bool = False) -> float:
+        c = self.constants
+        peak = self.peak_flops * (2.0 if int8 else 1.0)
+        return max(flops / (c.gemm_efficiency * peak), nbytes / (c.memory_efficiency * self.bandwidth_bps))
+
+    def _gemm(self, t: float, k: float, n: float, scheme: str | None) -> float:
+        """A ``[t, k] × [k, n]`` projection with weights in ``scheme``."""
+        if t <= 0:
+            return 0.0
+        w = k * n * bytes_per_weight(scheme, self.dtype_bytes)
+        return self._roof(2.0 * t * k * n, w + self.dtype_bytes * t * (k + n),
+                          int8=scheme in INT8_ACTIVATION_SCHEMES)
+
+    def _bw(self, group: int, spans_nodes: bool) -> float:
+        c = self.constants
+        return (c.internode_bandwidth_gbps if spans_nodes else c.hccs_bandwidth_gbps) * 1e9
+
+    def _all_reduce(self, nbytes: float, n: int, spans_nodes: bool) -> float:
+        if n <= 1:
+            return 0.0
+        return self.constants.collective_latency_s + 2 * (n - 1) / n * nbytes / self._bw(n, spans_nodes)
+
+    # -- layer pieces --------------------------------------------------------------------------------------------
+    def _attention_gemms(self, t: int, decode: int) -> float:
+        a, lay, s = self.arch, self.layout, self.layout.linear_scheme
+        hidden, heads = int(a["hidden_size"]), max(int(a["num_attention_heads"]) // lay.tp, 1)
+        if a.get("kv_lora_rank"):
+            c, r = int(a["kv_lora_rank"]), int(a.get("qk_rope_head_dim") or 64)
+            dn, dv = int(a.get("qk_nope_head_dim") or 128), int(a.get("v_head_dim") or 128)
+            q = int(a.get("q_lora_rank") or 0)
+            time = self._gemm(t, hidden, c + r, s) + self._gemm(t, heads * dv, hidden, s)
+            time += (self._gemm(t, hidden, q, s) + self._gemm(t, q, heads * (dn + r), s)) if q else \
+                self._gemm(t, hidden, heads * (dn + r), s)
+            pre = t - decode
+            # absorbed W_UK / W_UV on decode rows (bf16 copies: mla_weights.py), kv_b decompression on prefill rows
+            time += self._gemm(decode, dn, heads * c, None) + self._gemm(decode, c, heads * dv, None)
+            time += self._gemm(pre, c, heads * (dn + dv), None)
+            return time
+        kv_heads = max(int(a.get("num_key_value_heads") or a["num_attention_heads"]) // lay.tp, 1)
+        d = int(a.get("head_dim") or hidden // int(a["num_attention_heads"]))
+        return self._gemm(t, hidden, (heads + 2 * kv_heads) * d, s) + self._gemm(t, heads * d, hidden, s)
+
+    def _attention(self, batch: Sequence[Work], rows: int) -> float:
+        a, lay = self.arch, self.layout
+        hidden, heads = int(a["hidden_size"]), max(int(a["num_attention_heads"]) // lay.tp, 1)
+        b = self.dtype_bytes
+        if a.get("kv_lora_rank"):
+            c, r = int(a["kv_lora_rank"]), int(a.get("qk_rope_head_dim") or 64)
+            dqk = int(a.get("qk_nope_head_dim") or 128) + r
+            dv = int(a.get("v_head_dim") or 128)
+            kv_per_token, dec_flops_per_token = (c + r) * b, 2 * heads * (2 * c + r)
+            pre_flops_per_pair = 2 * heads * (dqk + dv)
+        else:
+            kv_heads = max(int(a.get("num_key_value_heads") or a["num_attention_heads"]) // lay.tp, 1)
+            d = int(a.get("head_dim") or hidden // int(a["num_attention_heads"]))
+            kv_per_token, dec_flops_per_token = 2 * kv_heads * d * b, 4 * heads * d
+            pre_flops_per_pair = 4 * heads * d
+        ctx = sum(w.cached + 1 for w in batch if w.new == 1)
+        q = 1 + self.layout.spec_tokens
+        time = self._roof(q * dec_flops_per_token * ctx, kv_per_token * ctx) if ctx else 0.0
+        flops = sum(pre_flops_per_pair * w.new * (w.cached + w.new / 2) for w in batch if w.new > 1)
+        if flops:
+            time += self._roof(flops, kv_per_token * sum(w.cached + w.new for w in batch if w.new > 1))
+        return time
+
+    def _mlp(self, t: int, dense: bool) -> float:
+        """Dense MLP (``dense``) or MoE layer (routed experts + shared experts + router) on ``t`` tokens."""
+        a, lay = self.arch, self.layout
+        hidden = int(a["hidden_size"])
+        if dense:
+            inter = _arch_int(a, "intermediate_size", default=4 * hidden) // lay.tp
+            return self._gemm(t, hidden, 2 * inter, lay.linear_scheme) + self._gemm(t, inter, hidden,
+                                                                                     lay.linear_scheme)
+        experts, k = _arch_int(a, "n_routed_experts", "num_experts"), _arch_int(a, "num_experts_per_tok", default=1)
+        inter = _arch_int(a, "moe_intermediate_size")
+        ranks = lay.tp * lay.dp
+        global_tokens = t * lay.dp
+        hit = distinct_experts(experts, k, global_tokens) / experts
+        weight = experts * 3 * hidden * inter * bytes_per_weight(lay.expert_scheme, self.dtype_bytes) / ranks * hit
+        rows = t * k / lay.tp
+        time = self._roof(2.0 * rows * 3 * hidden * inter, weight + self.dtype_bytes * rows * (2 * hidden + 3 * inter),
+                          int8=lay.expert_scheme in INT8_ACTIVATION_SCHEMES)
+        shared = _arch_int(a, "n_shared_experts") * inter + _arch_int(a, "shared_expert_intermediate_size")
+        if shared:
+            time += self._gemm(t, hidden, 2 * shared // lay.tp, lay.expert_scheme)
+            time += self._gemm(t, shared // lay.tp, hidden, lay.expert_scheme)
+        time += self._gemm(t, hidden, experts, None)  # router gate (FLOAT in msModelSlim checkpoints)
+        if lay.ep:
+            ep = ranks
+            spans = lay.nodes > 1 and ep > lay.devices_per_node
+            moved = t * k * hidden * self.dtype_bytes * (ep - 1) / ep
+            time += 2 * (self.constants.collective_latency_s + moved / self._bw(ep, spans))
+        return time
+
+    # -- the step --------------------------------------------------------------------------------------------------
+    def step_s(self, batch: Sequence[Work]) -> float:
+        """Seconds for one engine step of this DP rank over ``batch``."""
+        a, lay, c = self.arch, self.layout, self.constants
+        decode = sum(1 for w in batch if w.new == 1)
+        t = sum(w.new for w in batch) + decode * lay.spec_tokens
+        if not t:
+            return 0.0
+        hidden, layers = int(a["hidden_size"]), int(a["num_hidden_layers"])
+        experts = _arch_int(a, "n_routed_experts", "num_experts")
+        dense_layers = min(_arch_int(a, "first_k_dense_replace"), layers) if experts else layers
+        tp_spans = lay.nodes > 1 and lay.tp > lay.devices_per_node
+        act = t * hidden * self.dtype_bytes
+        common = (self._attention_gemms(t, decode * (1 + lay.spec_tokens)) + self._attention(batch, len(batch))
+                  + self._roof(0.0, ELEMENTWISE_PASSES * act) + self._all_reduce(act, lay.tp, tp_spans))
+        moe_reduce = 0.0 if lay.ep else self._all_reduce(act, lay.tp, tp_spans)
+        time = dense_layers * (common + self._mlp(t, True) + self._all_reduce(act, lay.tp, tp_spans))
+        if layers > dense_layers:
+            time += (layers - dense_layers) * (common + self._mlp(t, False) + moe_reduce)
+        vocab = -(-int(a["vocab_size"]) // lay.tp)
+        time += self._gemm(len(batch), hidden, vocab, None)
+        if lay.tp > 1:
+            time += c.collective_latency_s + (lay.tp - 1) / lay.tp * len(batch) * vocab * lay.tp * 4 / \
+                self._bw(lay.tp, tp_spans)
+        if lay.spec_tokens:  # the MTP draft layer, once per speculative token, on the decode rows
+            time += lay.spec_tokens * (common + self._mlp(decode, not experts)) * decode / t
+        full_graph = lay.full_graph_decode and decode == len(batch) and len(batch) <= lay.max_capture_size
+        time += c.step_overhead_s + (0.0 if full_graph else c.eager_layer_overhead_s * layers)
+        if lay.spec_tokens and decode == len(batch):
+            time /= c.mtp_accept_length
+        return time
+
+
+def model_class(arch: Mapping[str, Any]) -> str:
+    """``dense``, ``moe`` or ``mla_moe``: the model class whose measured error labels a prediction."""
+    if arch.get("kv_lora_rank"):
+        return "mla_moe"
+    return "moe" if _arch_int(arch, "n_routed_experts", "num_experts") else "dense"
+
+
+def layout_of(plan: Mapping[str, Any], quantization: Mapping[str, Any] | None) -> NpuLayout:
+    """The :class:`NpuLayout` of a plan dict (``engine_args``, ``target``, ``graph``) and the run's quantization
+    spec (``linear_scheme``, ``expert_scheme``; ``None``: model dtype)."""
+    ea, graph, target = plan["engine_args"], plan.get("graph") or {}, plan["target"]
+    mode = str(graph.get("cudagraph_mode") or "NONE").upper()
+    sizes = graph.get("capture_sizes") or []
+    spec = ea.get("speculative_config") or {}
+    q = quantization or {}
+    return NpuLayout(
+        tp=int(ea.get("tensor_parallel_size") or 1), dp=int(ea.get("data_parallel_size") or 1),
+        ep=bool(ea.get("enable_expert_parallel")), nodes=int(target.get("nodes") or 1),
+        devices_per_node=int(target.get("devices_per_node") or 8),
+        linear_scheme=q.get("linear_scheme"), expert_scheme=q.get("expert_scheme"),
+        full_graph_decode=not graph.get("enforce_eager") and mode.startswith("FULL"),
+        max_capture_size=max(sizes) if sizes else 0, spec_tokens=int(spec.get("num_speculative_tokens") or 0))
+
+
+def npu_step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], constants: NpuConstants,
+                   quantization: Mapping[str, Any] | None) -> NpuStepModel:
+    """The NPU step model of ``plan`` on ``hardware`` (its ``peak_tflops_bf16``, ``memory_bandwidth_gbps``).
+
+    Raises:
+        KeyError: the hardware option has no peak figures.
+    """
+    dtype_bytes = 4 if str(plan["engine_args"].get("dtype")) == "float32" else 2
+    return NpuStepModel(plan["model"]["architecture"], layout_of(plan, quantization), constants,
+                        float(hardware["peak_tflops_bf16"]) * 1e12, float(hardware["memory_bandwidth_gbps"]) * 1e9,
+                        dtype_bytes)

@@ -1,0 +1,90 @@
+"""The NPU step model's terms (distinct experts, quantized weight bytes, graph vs eager, MTP, TP and EP
+collectives) and the labelled prediction an NPU plan gets from its calibration file."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ascendflow.perfmodel.calibration import load_calibration
+from ascendflow.perfmodel.npu import (NpuConstants, NpuLayout, NpuStepModel, bytes_per_weight, distinct_experts,
+                                      model_class)
+from ascendflow.perfmodel.steptime import Work
+
+DENSE = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 8,
+         "head_dim": 128, "intermediate_size": 4096, "vocab_size": 32000}
+MOE = {**DENSE, "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768}
+CONSTS = NpuConstants(gemm_efficiency=0.5, memory_efficiency=0.5, step_overhead_s=0.01, eager_layer_overhead_s=1e-3,
+                      collective_latency_s=1e-4, hccs_bandwidth_gbps=100.0, internode_bandwidth_gbps=25.0,
+                      mtp_accept_length=1.85)
+
+
+def model(arch=DENSE, **layout) -> NpuStepModel:
+    return NpuStepModel(arch, NpuLayout(**layout), CONSTS, peak_flops=300e12, bandwidth_bps=1.6e12)
+
+
+def test_distinct_experts_is_the_occupancy_count():
+    # the issue's Qwen3-30B-A3B decode step: batch 45 reads ~121 of 128 experts
+    assert distinct_experts(128, 8, 45) == pytest.approx(121.0, abs=0.05)
+    assert distinct_experts(128, 8, 1) == pytest.approx(8.0)
+    assert distinct_experts(0, 0, 10) == 0.0
+
+
+def test_weight_bytes_per_scheme():
+    assert bytes_per_weight(None, 2) == 2.0
+    assert bytes_per_weight("W8A8_DYNAMIC", 2) == pytest.approx(1 + 8 / 4096)
+    assert bytes_per_weight("W4A8_DYNAMIC", 2) == pytest.approx(0.5 + 8 / 4096)
+    w8 = bytes_per_weight("W8A8", 2)
+    assert 1.0 < w8 < 1.01
+
+
+def test_quantized_weights_make_a_memory_bound_decode_step_faster():
+    bf16, w8 = model().step_s([Work(100, 1)]), model(linear_scheme="W8A8_DYNAMIC").step_s([Work(100, 1)])
+    assert w8 < bf16
+
+
+def test_graph_replay_saves_the_per_layer_launch_overhead_exactly():
+    batch = [Work(100, 1)] * 4
+    eager = model().step_s(batch)
+    graph = model(full_graph_decode=True, max_capture_size=8).step_s(batch)
+    assert eager - graph == pytest.approx(DENSE["num_hidden_layers"] * CONSTS.eager_layer_overhead_s)
+    # a prefill step is not replayed as a full graph
+    mixed = batch + [Work(0, 64)]
+    assert model().step_s(mixed) == pytest.approx(model(full_graph_decode=True, max_capture_size=8).step_s(mixed))
+
+
+def test_mtp_divides_a_decode_step_by_the_accept_length():
+    m = model(spec_tokens=1)
+    batch = [Work(100, 1)] * 4
+    one = NpuStepModel(DENSE, m.layout, replace(CONSTS, mtp_accept_length=1.0), 300e12, 1.6e12).step_s(batch)
+    assert m.step_s(batch) == pytest.approx(one / 1.85)
+
+
+def test_tp_adds_two_all_reduces_per_layer_and_ep_replaces_the_moe_one():
+    batch = [Work(100, 1)]
+    no_lat = NpuStepModel(DENSE, NpuLayout(tp=2), replace(CONSTS, collective_latency_s=0.0), 300e12, 1.6e12)
+    # 2 all-reduces per layer + the LM head's all-gather: 2 × layers + 1 collectives
+    assert model(tp=2).step_s(batch) - no_lat.step_s(batch) == pytest.approx((2 * 4 + 1) * CONSTS.collective_latency_s)
+    ep = NpuStepModel(MOE, NpuLayout(tp=2, ep=True), CONSTS, 300e12, 1.6e12)
+    ep0 = NpuStepModel(MOE, NpuLayout(tp=2, ep=True), replace(CONSTS, collective_latency_s=0.0), 300e12, 1.6e12)
+    # attention all-reduce + dispatch + combine per layer, + the LM head's all-gather
+    assert ep.step_s(batch) - ep0.step_s(batch) == pytest.approx((3 * 4 + 1) * CONSTS.collective_latency_s)
+
+
+def test_moe_reads_more_experts_as_the_batch_grows():
+    m = model(MOE)
+    per_token_1 = m.step_s([Work(10, 1)])
+    per_token_64 = m.step_s([Work(10, 1)] * 64) / 64
+    assert per_token_64 < per_token_1
+    assert model_class(MOE) == "moe" and model_class(DENSE) == "dense"
+    assert model_class({**MOE, "kv_lora_rank": 512}) == "mla_moe"
+
+
+def test_packaged_calibrations_carry_constants_and_their_measured_error():
+    for hw in ("atlas_800i_a2", "atlas_800i_a3"):
+        cal = load_calibration(hw)
+        assert cal["file"] == f"{hw}.yaml"
+        NpuConstants(**cal["constants"])  # every field present, nothing else
+        assert {"all", "dense", "moe", "mla_moe"} <= set(cal["measured_error"])
+    assert load_calibration("cpu") is None
