@@ -125,13 +125,13 @@ CASES = [
      ["hardware.software='vllm-ascend-0.19.0'", "not a row of the version matrix"]),
     # Issue 20 row 12e: compiled into HCCL_IF_IP='foo' / an unusable socket interface before, failing on the nodes.
     (["+recipe=deepseek_r1", "parallel.node_addresses=[foo,bar]"],
-     ["error: parallel.node_addresses.0='foo': Value error, is not an IPv4 or IPv6 address (HCCL_IF_IP on each node "
+     ["error: parallel.node_addresses.0='foo': is not an IPv4 or IPv6 address (HCCL_IF_IP on each node "
       "needs the node's IP, not a host name); give each node's IP, e.g. parallel.node_addresses=[10.0.0.1,10.0.0.2]"]),
     (["+recipe=deepseek_r1", "parallel.node_addresses=[10.0.0.1,10.0.0.1]"],
-     ["error: parallel.node_addresses=['10.0.0.1', '10.0.0.1']: Value error, names 10.0.0.1 more than once; give one "
+     ["error: parallel.node_addresses=['10.0.0.1', '10.0.0.1']: names 10.0.0.1 more than once; give one "
       "distinct IP per node (node 0 first)"]),
     (["+recipe=deepseek_r1", "parallel.nic_name='eth0;x'"],
-     ["error: parallel.nic_name='eth0;x': Value error, is not a network interface name (1-15 letters, digits, '_', "
+     ["error: parallel.nic_name='eth0;x': is not a network interface name (1-15 letters, digits, '_', "
       "'-', '.', as `ip link` lists them)"]),
     # Issue 20 row 12i: fixes that could not be right before ("use gpu_memory_utilization<=-0.52"; "raise TP /
     # quantize" for a 1 GiB model on a 61 GiB device; "-2949119 bytes after the null block").

@@ -39,6 +39,10 @@ def read_log(path: Path) -> EngineLogFacts:
     Raises:
         ConfigError: the file does not exist, or has no line this parser knows.
     """
+    if path.is_dir():
+        hint = " (it holds engine.log: give that file)" if (path / "engine.log").is_file() else ""
+        raise ConfigError("ENGINE_LOG", str(path), f"is a directory{hint}; give the engine's log file (the output of "
+                                                   "`vllm serve`, or engine.log in an ascendflow run directory)")
     if not path.is_file():
         raise ConfigError("ENGINE_LOG", str(path), "file not found; give the engine's log (the output of `vllm "
                                                    "serve`, or engine.log in an ascendflow run directory)")

@@ -39,7 +39,8 @@ def format_validation_error(exc: Any, prefix: str = "") -> ConfigError:
     loc = ".".join(str(p) for p in err["loc"])
     key = ".".join(p for p in (prefix, loc) if p)
     value = err.get("input")
-    rule = err["msg"]
+    # A validator's ValueError comes back as "Value error, <its message>": the message alone is the rule.
+    rule = err["msg"].removeprefix("Value error, ") if err["type"] == "value_error" else err["msg"]
     if len(err["loc"]) >= 2 and err["loc"][-2] == "env":  # never echo a secret environment value
         if is_secret(str(err["loc"][-1])):
             value = MASK

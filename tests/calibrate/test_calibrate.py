@@ -202,3 +202,12 @@ def test_the_log_alone_is_read_and_nothing_is_created(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "182784" in proc.stdout.replace(",", "") and "nothing written" in proc.stdout, proc.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["engine.log"]
+
+
+def test_a_directory_given_as_the_log_is_named_a_directory(tmp_path, capsys):
+    """A run directory given as ENGINE_LOG said "file not found" for a directory that exists (new-user trial)."""
+    (tmp_path / "engine.log").write_text(ex.V0110RC0_300I_DUO)
+    assert main([str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (f"error: ENGINE_LOG='{tmp_path}': is a directory (it holds engine.log: give that file); give the "
+                    "engine's log file (the output of `vllm serve`, or engine.log in an ascendflow run directory)")

@@ -117,14 +117,14 @@ def test_list_or_dict_env_values_are_refused_and_a_secret_one_is_never_written(t
                            f"tracking.tracking_uri={mlflow_uri}"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("error")]  # (MLflow's store notices aside)
-    assert lines == ["error: ascend.env.MY_PASSWORD='***': Value error, must be a single string or number (a launch "
+    assert lines == ["error: ascend.env.MY_PASSWORD='***': must be a single string or number (a launch "
                      "script exports one string per variable); quote it as one string"]
     assert secret not in proc.stdout + proc.stderr
     leaks = [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
     assert leaks == []
     proc = run_ascendflow(["+recipe=qwen3_0_6b", "+ascend.env={A: {b: 1}}", "tracking=none"], cwd=tmp_path,
                           timeout=300)
-    assert proc.returncode == 2 and "ascend.env.A={'b': 1}: Value error, must be a single string" in proc.stderr
+    assert proc.returncode == 2 and "ascend.env.A={'b': 1}: must be a single string" in proc.stderr
 
 
 def test_env_values_reach_the_engine_on_the_cpu_target_too(tmp_path):
