@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ascendflow.interrupts import spawning
-from ascendflow.runner.watchdog import ORPHAN_GRACE_S
+from ascendflow.runner.watchdog import ORPHAN_GRACE_S, group_alive
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -76,17 +76,6 @@ class ManagedProcess:
         assert self.proc is not None
         return self.proc.wait(timeout)
 
-    @staticmethod
-    def _group_alive(pgid: int) -> bool:
-        """True while any process of the group exists (the leader must be reaped first: ``proc.poll()``)."""
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
     def stop(self) -> None:
         """Stop the whole process group: SIGTERM, wait up to ``grace_s``, then SIGKILL. Idempotent."""
         if self.proc is None:
@@ -105,7 +94,7 @@ class ManagedProcess:
                 except ProcessLookupError:
                     pass
                 group_signalled = True
-            if leader_done and not self._group_alive(pgid):
+            if leader_done and not group_alive(pgid):
                 break
             time.sleep(0.2)
         else:
@@ -118,7 +107,7 @@ class ManagedProcess:
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
             pass
         # Reap stragglers of the group that were killed after the leader exited.
-        while self._group_alive(pgid) and time.monotonic() < deadline + 10:
+        while group_alive(pgid) and time.monotonic() < deadline + 10:
             time.sleep(0.2)
 
 
