@@ -119,6 +119,23 @@ def _run_worker(role: str, job: dict[str, Any], run_dir: Path) -> dict[str, Any]
     return json.loads(out_path.read_text())
 
 
+def _reference(name: str, dtype: str, job: dict[str, Any], use_cache: bool, run_dir: Path,
+               say) -> tuple[dict[str, Any], str]:
+    """The reference worker's result and where it came from: ``"engine"`` (run now, then kept in the cache) or
+    ``"cache <file>"`` (an earlier run with the same key, :mod:`ascendflow.precision.cache`)."""
+    from ascendflow.precision import cache
+
+    key = cache.cache_key(job) if use_cache else None
+    if key and (hit := cache.load(key)) is not None:
+        say(f"reference engine: {name} {dtype} (results reused: {cache.CACHE_DIR / (key + '.json')})")
+        return hit, f"cache {cache.CACHE_DIR / (key + '.json')}"
+    say(f"reference engine: {name} {dtype}")
+    result = _run_worker("reference", job, run_dir)
+    if key:
+        cache.store(key, result)
+    return result, "engine"
+
+
 def _measure(spec, prec: dict[str, Any], run_dir: Path, say) -> dict[str, Any]:
     """Resolve both engines, run them and return the report (without thresholds)."""
     from ascendflow.compiler import compile_plan
@@ -145,22 +162,29 @@ def _measure(spec, prec: dict[str, Any], run_dir: Path, say) -> dict[str, Any]:
     texts = text_ids(cand_tok, Path(prec["text"]) if prec["text"] else DATA / "pride_and_prejudice_ch1.txt",
                      prec["max_model_len"] - 1)
     job = {"prompts": prompts, "max_tokens": prec["max_tokens"], "texts": texts}
-    say(f"reference engine: {Path(ref_dir).name} {ref_dtype}")
-    ref = _run_worker("reference", {**job, "llm": reference, "teacher": None}, run_dir)
-    say(f"candidate engine: {Path(model.path).name} {candidate.get('dtype')} {candidate.get('quantization') or ''}")
-    cand = _run_worker("candidate", {**job, "llm": candidate, "teacher": ref["teacher"]}, run_dir)
+    ref, ref_source = _reference(Path(ref_dir).name, ref_dtype, {**job, "llm": reference, "teacher": None},
+                                 prec.get("reference_cache", True), run_dir, say)
+    same = same_engine(reference, candidate)
+    if same:  # the same computation twice: the candidate's results are the reference's
+        cand = ref
+    else:
+        say(f"candidate engine: {Path(model.path).name} {candidate.get('dtype')} "
+            f"{candidate.get('quantization') or ''}")
+        cand = _run_worker("candidate", {**job, "llm": candidate, "teacher": ref["teacher"]}, run_dir)
     report = compare(ref, cand, [len(p) for p in prompts])
     report["reference"], report["candidate"] = reference, candidate
-    report["reference_choice"] = ref_choice
-    if same_engine(reference, candidate):
+    report["reference_choice"], report["reference_result"] = ref_choice, ref_source
+    if same:
         report["note"] = (f"candidate equals reference ({Path(ref_dir).name}, {ref_dtype}, no quantization, same "
                           "graph mode): every metric is perfect by construction; compare another build with "
-                          "quantization=..., engine.dtype=..., graph=... or precision.reference.model=...")
+                          "quantization=..., engine.dtype=..., graph=... or precision.reference.model=... "
+                          "(the candidate engine was not started: its results are the reference's)")
     report["text_tokens"] = sum(len(t) for t in texts)
     report["greedy_text"] = {"reference": [ref_tok.decode(g, skip_special_tokens=True) for g in ref["greedy"]],
                              "candidate": [cand_tok.decode(g, skip_special_tokens=True) for g in cand["greedy"]]}
-    report["engine_seconds"] = {"reference": [ref["load_seconds"], ref["run_seconds"]],
-                                "candidate": [cand["load_seconds"], cand["run_seconds"]]}
+    report["engine_seconds"] = {  # [load, run] s of each engine started for this report
+        "reference": [ref["load_seconds"], ref["run_seconds"]] if ref_source == "engine" else None,
+        "candidate": None if same else [cand["load_seconds"], cand["run_seconds"]]}
     return report
 
 
