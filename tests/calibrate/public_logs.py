@@ -1,0 +1,118 @@
+"""Public vllm-ascend start-up logs used as memory tests: the log lines as printed, the deployment, the issue URL.
+
+Each entry keeps only the lines the tests read (sizes, counts, the deployment as the issue states it); pids, dates and
+source line numbers are decoration. ``pinned`` lists what the issue states of the inputs; an input the issue does not
+state is not guessed, and the test then checks only what the log pins without it (``docs/calibrate.md``, "Public
+start-up logs as tests").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tests.calibrate.excerpts import lines
+
+
+@dataclass(frozen=True)
+class PublicLog:
+    """One public start-up log.
+
+    Attributes:
+        url: the issue or pull request that printed it.
+        release: the vllm-ascend release the issue names.
+        hardware: device, as the log's total memory or the issue names it.
+        kind: dense, MoE, hybrid or MLA.
+        overrides: ascendflow config overrides for the deployment, as far as the issue pins it.
+        pinned: which inputs the issue states (the rest are not pinned).
+        log: the log lines, as printed.
+    """
+
+    url: str
+    release: str
+    hardware: str
+    kind: str
+    overrides: tuple[str, ...]
+    pinned: str
+    log: str
+
+
+_ISSUES = "https://github.com/vllm-project/vllm-ascend/issues/"
+
+#: vllm-ascend #14274: v0.22.1rc1 on a 310P3 (44,278 MB by npu-smi, 20,687 MB held by another service before start),
+#: ``LLM(model="Qwen/Qwen3-0.6B", dtype="float16", tensor_parallel_size=1, max_num_seqs=1, max_model_len=4096,
+#: gpu_memory_utilization=0.5)``. The profile line is DEBUG (``MemoryProfilingResult``); the issue quotes its "Total
+#: non KV cache memory" part. The engine then stops: 0.09 GiB holds fewer tokens than one 4,096-token request.
+V0221RC1_310P_QWEN3_0_6B = PublicLog(
+    url=_ISSUES + "14274", release="vllm-ascend-0.22.1rc1", hardware="atlas_300i_duo", kind="dense",
+    overrides=("hardware=atlas_300i_duo", "hardware.software=vllm-ascend-0.22.1rc1", "model=qwen3_0_6b",
+               "engine.dtype=float16", "engine.max_num_seqs=1", "engine.max_model_len=4096",
+               "engine.gpu_memory_utilization=0.5", f"hardware.occupied_bytes={20_687 * 2**20}", "graph=eager"),
+    pinned="model, dtype, TP, max_num_seqs, max_model_len, utilisation, memory held by another process",
+    log=lines(("(EngineCore pid=2) INFO 08-14 03:10:11",
+               "[worker_310p.py:133] Available KV cache memory: 0.09 GiB (halved for workspace)")))
+#: Its "Total non KV cache memory" (weights + peak activation + non-torch of the profile run), GiB, as quoted.
+V0221RC1_310P_NON_KV_GIB = 1.65
+
+#: vllm-ascend #4807 (v0.11.0 release checklist): Qwen3-8B TP1 on an A2, ``LLM(max_model_len=26240)``, vLLM defaults
+#: otherwise (utilisation 0.9, max_num_seqs 256), PIECEWISE graphs (the 48-size line: ``excerpts.V0110_QWEN3_8B``).
+V0110_A2_QWEN3_8B = PublicLog(
+    url=_ISSUES + "4807", release="vllm-ascend-0.11.0", hardware="atlas_800i_a2", kind="dense",
+    overrides=("run.mode=plan", "hardware=atlas_800i_a2", "hardware.software=vllm-ascend-0.11.0", "model=qwen3_8b",
+               "engine.max_model_len=26240", "engine.max_num_seqs=256", "graph=piecewise",
+               "ascend.hccl_op_expansion_mode_aiv=false"),
+    pinned="model, TP, max_model_len (utilisation and max_num_seqs: vLLM's defaults, the script sets neither)",
+    log=lines(("(EngineCore_DP0 pid=107915) INFO 12-10 02:58:21",
+               "[kv_cache_utils.py:1091] Maximum concurrency for 26,240 tokens per request: 10.56x")))
+
+#: vllm-ascend #3479 (v0.11.0rc0, Atlas 300I Duo, Qwen3-4B fp16, TP1, utilisation 0.8, max_model_len 4096, eager).
+V0110RC0_300I_DUO_QWEN3_4B = PublicLog(
+    url=_ISSUES + "3479", release="vllm-ascend-0.11.0", hardware="atlas_300i_duo", kind="dense",
+    overrides=("hardware=atlas_300i_duo", "hardware.software=vllm-ascend-0.11.0", "model=qwen3_4b",
+               "engine.max_model_len=4096", "engine.gpu_memory_utilization=0.8", "engine.dtype=float16",
+               "graph=eager"),
+    pinned="model, dtype, TP, max_model_len, utilisation, eager",
+    log=lines(("(EngineCore_DP0 pid=3412) INFO 10-14 09:12:40",
+               "[worker_v1.py:234] Available memory: 26954181529, total memory: 46431260672"),
+              ("(EngineCore_DP0 pid=3412) INFO 10-14 09:12:40", "[kv_cache_utils.py:1087] GPU KV cache size: 182,784 tokens"),
+              ("(EngineCore_DP0 pid=3412) INFO 10-14 09:12:40",
+               "[kv_cache_utils.py:1091] Maximum concurrency for 4,096 tokens per request: 44.62x")))
+
+#: vllm-ascend #3843 (v0.11.0rc0, Qwen3-Next-80B-A3B-Instruct, 8 workers TP0…TP7 on 64 GB dies): weights per rank.
+#: The KV budget was 0 ("Available memory: 0"); utilisation and the rest of the command are not in the issue.
+V0110RC0_QWEN3_NEXT_TP8 = PublicLog(
+    url=_ISSUES + "3843", release="vllm-ascend-0.11.0", hardware="atlas_800i_a2", kind="hybrid",
+    overrides=("hardware=atlas_800i_a2", "hardware.software=vllm-ascend-0.11.0", "model=local",
+               "model.path=tests/data/configs/qwen3_next_80b", "engine.max_model_len=4096",
+               "parallel.tensor_parallel_size=8", "graph=eager"),
+    pinned="model, TP (weights only)",
+    log=lines(("(Worker_TP5 pid=557) INFO 10-28 21:14:01",
+               "[model_runner_v1.py:2941] Loading model weights took 18.7767 GB")))
+
+#: vllm-ascend #2976 (v0.10.2rc1, Qwen3-Next-80B-A3B-Instruct, TP4 as in the Qwen3-Next FAQ #3854): weights per rank.
+V0102RC1_QWEN3_NEXT_TP4 = PublicLog(
+    url=_ISSUES + "2976", release="vllm-ascend-0.10.2rc1", hardware="atlas_800i_a2", kind="hybrid",
+    overrides=("hardware=atlas_800i_a2", "hardware.software=vllm-ascend-0.11.0", "model=local",
+               "model.path=tests/data/configs/qwen3_next_80b", "engine.max_model_len=4096",
+               "parallel.tensor_parallel_size=4", "engine.gpu_memory_utilization=0.7", "graph=eager"),
+    pinned="model, TP (weights only)",
+    log=lines(("(Worker_TP0 pid=1454) INFO 09-17 05:33:48",
+               "[model_runner_v1.py:2373] Loading model weights took 37.2362 GB")))
+
+#: vllm-ascend #3800 (v0.11.0rc0, Qwen3-VL-235B-A22B, TP8 + EP on 64 GB dies): the per-rank KV bytes and the tokens
+#: vLLM logged from them (``excerpts.V0110RC0_DP_TP_EP``); utilisation and max_num_batched_tokens are not in the issue.
+V0110RC0_QWEN3_VL_235B_URL = _ISSUES + "3800"
+
+#: Public logs found at v0.13 and later whose inputs the issue does not pin (URL: what is missing).
+UNPINNED = {
+    _ISSUES + "11990": "v0.22.1rc1, Qwen3-Coder-30B-A3B TP4 + EP, 474,880 tokens at max_model_len 262,144, "
+                       "utilisation 0.92: max_num_batched_tokens, max_num_seqs and chunked prefill not given (the "
+                       "plan at vLLM defaults holds 1,779,200 tokens: the profile run must have been far larger)",
+    _ISSUES + "14678": "v0.23, DeepSeek-V4-Pro W4A8 + MTP on A2, 11.35 GiB -> 1,098,000 tokens: DeepSeek-V4 "
+                       "(compressed sparse MLA groups) has no layout here",
+    _ISSUES + "6611": "v0.13.0, Qwen3-Next-80B on 64 GB dies: OOM at KV allocation, no KV line, no command",
+    _ISSUES + "9372": "Qwen3-14B on a 32 GB vNPU: weights 27.5376 GB, KV -0.87 GiB; release not named",
+    _ISSUES + "16983": "v0.26.0rc1/rc2, DeepSeek-V4-Pro w4a8 on A3: weights 35.9085 GB only; V4 not modelled",
+    _ISSUES + "12839": "v0.23, GLM-5.1 w8a8 CP + PD: weights 49/59 GB only, GLM-5 DSA not modelled",
+    "https://github.com/vllm-project/vllm-ascend/pull/8289": "v0.19.1rc1 breakdown line (weights 1.14 GiB, "
+                       "activation 0.22, non-torch 0.13): the model is not named",
+}
