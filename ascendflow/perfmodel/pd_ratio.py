@@ -183,7 +183,8 @@ def pd_ratio(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Wor
            "decode": roles["decode"],
            "planned": {"ratio": f"{planned['prefill']}:{planned['decode']}",
                        "throughput_rps": round(min(caps.values()), 4),
-                       "bottleneck": min(caps, key=lambda r: caps[r])},
+                       "bottleneck": ("balanced" if math.isclose(caps["prefill"], caps["decode"]) else
+                                      min(caps, key=lambda r: caps[r]))},
            "measured_error": error}
     out["line"] = ratio_line(out)
     return out
@@ -210,4 +211,4 @@ def ratio_line(r: Mapping[str, Any]) -> str:
     return (f"P:D = {r['ratio']} (basis: {r['basis']}; ISL {r['isl']} / OSL {r['osl']}, {r['sizing']}; "
             f"{role('prefill', 'TTFT')}, {role('decode', 'TPOT')}; {_error_text(r['measured_error'])}); "
             f"planned {r['planned']['ratio']}: {r['planned']['throughput_rps']:.2f} req/s, "
-            f"{r['planned']['bottleneck']}-bound")
+            + ("balanced" if r['planned']['bottleneck'] == "balanced" else f"{r['planned']['bottleneck']}-bound"))
