@@ -72,7 +72,8 @@ def role_capacity(rplan: Mapping[str, Any], step: StepModel, prompt: int, output
 
     Returns:
         ``{"rps_per_instance", "metric", "target_ms", "met", "at": {median/p99 TTFT and TPOT (ms), output tok/s
-        and req/s of one DP rank}}``; ``met`` is false (rate 0) when even the lowest rate misses the target.
+        and req/s of one DP rank}}``; ``met`` is false (rate 0, ``at`` the lowest rate tried) when even the lowest
+        rate misses the target.
     """
     dp = int(rplan["engine_args"].get("data_parallel_size") or 1)
 
@@ -97,6 +98,8 @@ def role_capacity(rplan: Mapping[str, Any], step: StepModel, prompt: int, output
                     lo, best, at = mid, mid, m
                 else:
                     hi = mid
+                    if not best:  # nothing passed yet: the lowest rate tried so far
+                        at = m
     keep = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "output_throughput",
             "request_throughput")
     return {"rps_per_instance": round(best * dp, 4), "metric": metric, "target_ms": target_ms,

@@ -84,3 +84,11 @@ def test_chat_workload_not_estimated():
     plan = json.loads(_plan("deepseek_r1_pd_2p1d").to_json())
     assert pd_ratio(plan, spec.hardware.model_dump(), chat, spec.slo, None, None) == {
         "status": "not estimated", "reason": "chat dataset has no fixed ISL/OSL; use workload=random"}
+
+
+def test_unmeetable_target_is_said(tmp_path: Path):
+    spec = _spec("deepseek_r1_pd_2p1d", "slo.p99_tpot_ms=1")
+    r = with_performance(_plan("deepseek_r1_pd_2p1d"), spec, None, tmp_path).performance["pd_ratio"]
+    assert r["status"] == "not estimated"
+    assert r["reason"].startswith("decode: p99_tpot_ms <= 1 ms is not met at any rate by one instance (predicted ")
+    assert r["reason"].endswith(" ms at the lowest); relax slo.p99_tpot_ms")
