@@ -6,6 +6,7 @@ does is its handler's (:mod:`ascendflow.modes`); this module keeps the order of 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import traceback
@@ -39,6 +40,7 @@ from ascendflow.secret_logging import mask
 from ascendflow.tracking import TrackedRun
 from ascendflow.tracking.mlflow_run import bench_metrics
 from ascendflow.tracking.objective import objective
+from ascendflow.tracking.pd_roles import role_metrics, role_params
 from ascendflow.tracking.pending import scrub_dir
 from ascendflow.tracking.run_dir import set_aside_earlier_outputs
 from ascendflow.tracking.server import ServerStartError, TrackingServer, wants_server
@@ -137,8 +139,8 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
         mode.check(spec)  # e.g. a bad SLO is refused before anything starts
         if spec.pd.enabled and mode.name != "plan":
             raise ConfigError("run.mode", mode.name,
-                              f"pd.connector={spec.pd.connector}: a PD deployment is planned only (per-role serving, "
-                              f"rehearsal and tracking are not built yet, docs/pd.md); use run.mode=plan")
+                              f"pd.connector={spec.pd.connector}: a PD deployment is planned only (per-role serving and "
+                              f"rehearsal are not built yet, docs/pd.md); use run.mode=plan")
         if not multirun and spec.slo.measure_top is not None:
             raise ConfigError("slo.measure_top", spec.slo.measure_top,
                               "prunes the configs of a capacity sweep before they run, and this is a single run; run "
@@ -160,6 +162,10 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics({mode.predictions_prefix + k: v for k, v in _plan_metrics(plan).items()})
+        if plan.roles:  # one run per PD deployment: each role's params and predictions beside the run's
+            plan_dict = json.loads(plan.to_json())
+            tracked.log_params(role_params(plan_dict))
+            tracked.log_metrics({mode.predictions_prefix + k: v for k, v in role_metrics(plan_dict).items()})
         outcome = mode.run(plan, job)
         if outcome.result is None:  # the mode decided not to run (a pruned capacity config)
             tracked.end("FINISHED", run_dir)

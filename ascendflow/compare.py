@@ -5,7 +5,9 @@ Prints the parameters that vary across the sweep's child runs beside the key met
 TTFT and TPOT median and p99 in ms, predicted vs reported KV tokens and their error, the
 performance model's predicted throughput/TPOT/TTFT and their ``*_rel_error``), writes ``comparison.csv`` and a
 Pareto plot (output throughput against p99 TTFT, the front marked) as ``pareto.png``, and logs both as artifacts of
-the sweep's parent run. Default target: the latest sweep in the store. Uses ``mlflow.search_runs``.
+the sweep's parent run. PD runs (one per deployment, params ``prefill.*`` / ``decode.*``) also get their roles side by
+side, a row per role (``roles.csv``); a PD run's own id is a target too. Default target: the latest sweep in the
+store. Uses ``mlflow.search_runs``.
 """
 
 from __future__ import annotations
@@ -54,9 +56,9 @@ def find_parent(client, target: str | None):
         except MlflowException:
             raise CompareError(f"no run {target} in this store (pass a sweep's parent run id or an experiment "
                                f"name)") from None
-        if run.data.tags.get("ascendflow.sweep") != "parent":
-            raise CompareError(f"run {target} is not a sweep's parent run; pass the parent's id (tag "
-                               f"ascendflow.sweep=parent) or an experiment name")
+        if run.data.tags.get("ascendflow.sweep") != "parent" and "prefill.instances" not in run.data.params:
+            raise CompareError(f"run {target} is not a sweep's parent run nor a PD deployment's run; pass the "
+                               f"parent's id (tag ascendflow.sweep=parent) or an experiment name")
         return run
     if target:
         exp = client.get_experiment_by_name(target)
@@ -113,8 +115,10 @@ def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) 
     client = MlflowClient(tracking_uri=tracking_uri)
     parent = find_parent(client, target)
     mlflow.set_tracking_uri(tracking_uri)
+    alone = parent.data.tags.get("ascendflow.sweep") != "parent"  # one PD deployment's run: its roles
     runs = mlflow.search_runs([parent.info.experiment_id],
-                              filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'",
+                              filter_string=(f"attributes.run_id = '{parent.info.run_id}'" if alone else
+                                             f"tags.mlflow.parentRunId = '{parent.info.run_id}'"),
                               order_by=["attributes.start_time ASC"])
     if runs.empty:
         raise CompareError(f"sweep {parent.info.run_id} has no child runs")
@@ -152,9 +156,48 @@ def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) 
     png = out_dir / "pareto.png"
     fig.savefig(png, dpi=120)
     plt.close(fig)
-    for path in (csv, png):
+    roles = role_table(runs)
+    if roles is not None:
+        roles.to_csv(out_dir / "roles.csv", index=False)
+    for path in (csv, png, *([out_dir / "roles.csv"] if roles is not None else [])):
         client.log_artifact(parent.info.run_id, str(path), artifact_path="comparison")
     return table, csv, png
+
+
+#: The roles table's columns: (header, column of the runs DataFrame with ``{role}`` for the role; a callable for a
+#: derived one). Each PD run gives two rows, prefill and decode, so the roles read side by side.
+ROLE_COLUMNS = (("instances", "params.{role}.instances"), ("TP", "params.{role}.tensor_parallel_size"),
+                ("DP", "params.{role}.data_parallel_size"), ("EP", "params.{role}.enable_expert_parallel"),
+                ("max_num_seqs", "params.{role}.max_num_seqs"),
+                ("max_batched_tokens", "params.{role}.max_num_batched_tokens"),
+                ("graph", "params.{role}.cudagraph_mode"), ("capture sizes", "params.{role}.cudagraph_capture_sizes"),
+                ("KV tokens/rank", "params.{role}.kv_cache_tokens"),
+                ("pred req/s/inst", "metrics.predicted.{role}.capacity_rps"),
+                ("pred p99 TTFT ms", "metrics.predicted.{role}.p99_ttft_ms"),
+                ("pred p99 TPOT ms", "metrics.predicted.{role}.p99_tpot_ms"),
+                ("P:D rec", "params.pd.recommended_ratio"))
+
+
+def role_table(runs):
+    """Rows ``(run, role)`` of the PD runs among ``runs`` (those with ``prefill.*`` params) with each role's layout,
+    engine knobs, KV tokens and predicted capacity (:data:`ROLE_COLUMNS`); ``None`` without PD runs. Capture
+    sizes are shown as ``count (first…last)``."""
+    import pandas as pd
+
+    if "params.prefill.instances" not in runs.columns:
+        return None
+    rows = []
+    for _, run in runs[runs["params.prefill.instances"].notna()].iterrows():
+        for role in ("prefill", "decode"):
+            row = {"run": run["tags.mlflow.runName"], "role": role}
+            for header, column in ROLE_COLUMNS:
+                value = run.get(column.format(role=role))
+                if header == "capture sizes" and isinstance(value, str) and value != "none":
+                    sizes = value.split(",")
+                    value = f"{len(sizes)} ({sizes[0]}…{sizes[-1]})"
+                row[header] = value
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 #: Columns a capacity sweep's terminal table keeps (besides the run, its status and the swept keys).
@@ -181,6 +224,31 @@ def cell(value: object) -> str:
     return str(value)
 
 
+def role_table_of(csv: Path):
+    """The roles table written beside ``csv`` (``roles.csv``), or ``None``."""
+    import pandas as pd
+
+    path = csv.parent / "roles.csv"
+    return pd.read_csv(path) if path.exists() else None
+
+
+def roles_view(roles) -> Table:
+    """The terminal table of :func:`role_table`'s rows: one column per role of each run (``prefill``, ``decode``;
+    ``#<n> prefill`` ... when several runs, numbered in the order of the table above), one row per key."""
+    runs = list(dict.fromkeys(roles["run"]))
+    view = Table(title="PD roles side by side (every column in roles.csv)", title_justify="left")
+    view.add_column("")
+    keys = [c for c in roles.columns if c not in ("run", "role") and roles[c].notna().any()]
+    columns = []
+    for n, name in enumerate(runs, 1):
+        for _, row in roles[roles["run"] == name].iterrows():
+            view.add_column(row["role"] if len(runs) == 1 else f"#{n} {row['role']}", justify="right")
+            columns.append(row)
+    for key in keys:
+        view.add_row(key, *(cell(row[key]) for row in columns))
+    return view
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry: prints the table and where the CSV and PNG are. Exit code 2 when no sweep is found."""
     parser = argparse.ArgumentParser(prog="python -m ascendflow.compare", description=__doc__.splitlines()[0])
@@ -203,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     for _, row in shown.iterrows():
         view.add_row(*(cell(v) for v in row))
     console.print(view)
+    roles = role_table_of(csv)
+    if roles is not None:
+        console.print(roles_view(roles))
     console.print(f"CSV: {csv}\nPareto plot: {png}\n(also logged on the sweep's parent run under comparison/)",
                   soft_wrap=True)
     return 0

@@ -143,7 +143,8 @@ def kv_capacity_line(plan: Plan) -> str:
 
 def role_lines(plan: Plan) -> list[str]:
     """A PD plan's per-role lines (one device of one DP rank of each role): memory, then KV capacity and the
-    requests of ``max_model_len`` that fit; ``[]`` for a co-located plan."""
+    requests of ``max_model_len`` that fit, and the P:D recommendation (``performance.pd_ratio``); ``[]`` for a
+    co-located plan."""
     lines = []
     gib = 2**30
     for name, role in (plan.roles or {}).items():
@@ -154,4 +155,8 @@ def role_lines(plan: Plan) -> list[str]:
                      f"KV {m.kv_cache_bytes / gib:.2f} GiB per device; KV {kv.num_blocks:,} blocks × {kv.block_size} = "
                      f"{kv.num_blocks * kv.block_size:,} tokens per DP rank, max concurrency {kv.max_concurrency:.2f} "
                      f"at max_model_len={role.engine_args['max_model_len']:,}")
+    if plan.roles:
+        ratio = (plan.performance or {}).get("pd_ratio") or {}
+        lines.append(ratio["line"] if ratio.get("status") == "estimate" else
+                     f"P:D ratio not estimated: {ratio.get('reason', 'no performance section')}")
     return lines

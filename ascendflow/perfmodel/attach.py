@@ -11,6 +11,7 @@ from typing import Any
 
 from ascendflow.compiler import Plan
 from ascendflow.perfmodel.calibration import load_calibration
+from ascendflow.perfmodel.pd_ratio import pd_ratio
 from ascendflow.perfmodel.predict import MEASURED_ERROR, predict
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.table import TABLES_DIR, find_table
@@ -98,4 +99,19 @@ def _attach(plan: Plan, spec: RunSpec, model_path: str | None, root: Path, table
     perf = predict(data, spec.hardware.model_dump(), spec.workload, slo, table, lengths,
                    measured_error(root) if table is not None else None, calibration=calibration,
                    quantization=spec.quantization.model_dump())
+    if data.get("roles"):
+        perf = {**perf, "pd_ratio": _pd_ratio(data, spec, calibration if calibration is not None else
+                                              (load_calibration(spec.hardware.name) if spec.hardware.kind == "npu"
+                                               else None))}
     return plan.model_copy(update={"performance": perf})
+
+
+def _pd_ratio(data: dict[str, Any], spec: RunSpec, calibration: dict[str, Any] | None) -> dict[str, Any]:
+    """The P:D recommendation (:func:`~ascendflow.perfmodel.pd_ratio.pd_ratio`) of a PD plan; a failure is recorded
+    as ``not estimated``, never raised (advisory, like the rest of the section)."""
+    measured = {r: getattr(spec.pd, r).measured_capacity_rps for r in ("prefill", "decode")}
+    try:
+        return pd_ratio(data, spec.hardware.model_dump(), spec.workload, spec.slo, calibration,
+                        spec.quantization.model_dump(), measured=measured)
+    except Exception as exc:  # noqa: BLE001 - the recommendation is advisory
+        return {"status": "not estimated", "reason": f"{type(exc).__name__}: {exc}"[:300]}

@@ -80,6 +80,7 @@ class _Req:
     done: float | None = None
     blocks: int = 0
     preemptions: int = 0
+    received: int = 0
 
     @property
     def tokens(self) -> int:
@@ -205,19 +206,26 @@ class _DecodeRun:
 def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: StepModel, *,
              max_concurrency: int | None, request_rate: float = math.inf, seed: int = 0,
              request_latency_s: float = 0.0, max_steps: int = 2_000_000,
-             arrivals: Sequence[float] | None = None) -> SimResult:
+             arrivals: Sequence[float] | None = None, received_tokens: int = 0) -> SimResult:
     """Run the benchmark ``requests`` (``(prompt_tokens, output_tokens)`` each) through the scheduler model.
 
     ``request_latency_s``: time from the client's send to the engine's waiting queue (HTTP, tokenization, the
     API server's hand-off; a calibrated constant, see ``predict.py``), counted in TTFT and E2EL. ``arrivals``: the
     send times (s) instead of those drawn from ``request_rate`` and ``seed`` (:func:`arrival_times`).
+    ``received_tokens``: prompt tokens of each request whose KV arrives from a prefill instance (a PD decode
+    engine, KV consumer), capped at ``prompt - 1``: they count as computed when the request is admitted, so only the
+    last prompt token is computed (vLLM 0.23.0 ``Scheduler._update_waiting_for_remote_kv``: when every prompt token
+    was loaded, ``num_computed_tokens = num_tokens - 1``; vllm-ascend v0.25.1rc1 ``mooncake_connector.py``
+    ``get_num_new_matched_tokens`` loads the whole prompt). A preempted request recomputes its prompt locally (the
+    connector loads once). The transfer time itself is not priced.
 
     Raises:
         ValueError: a prompt cannot fit in the KV cache at all (vLLM would reject it too).
         RuntimeError: more than ``max_steps`` engine steps.
     """
     sent = list(arrivals) if arrivals is not None else arrival_times(len(requests), request_rate, seed)
-    pending = deque(_Req(i, p, max(o, 1), sent[i]) for i, (p, o) in enumerate(requests))
+    pending = deque(_Req(i, p, max(o, 1), sent[i], received=max(min(received_tokens, p - 1), 0))
+                    for i, (p, o) in enumerate(requests))
     bs = limits.block_size
     for r in pending:
         if _blocks(r.prompt + r.output, bs) > limits.num_blocks:
@@ -300,14 +308,16 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
             if not preempted:
                 while waiting and budget > 0 and len(running) < limits.max_num_seqs:
                     r = waiting[0]
-                    n = r.tokens - r.computed
+                    base = r.computed or r.received  # KV received from a prefill instance counts as computed
+                    n = r.tokens - base
                     if n > budget and not limits.enable_chunked_prefill:
                         break
                     n = min(n, budget)
-                    need = _blocks(r.computed + n, bs) - r.blocks
+                    need = _blocks(base + n, bs) - r.blocks
                     if need > free:
                         break
                     waiting.popleft()
+                    r.computed, r.received = base, 0
                     free -= need
                     r.blocks += need
                     running.append(r)
@@ -372,9 +382,10 @@ def _decode_run_length(running: list[_Req], waiting: deque[_Req], limits: Engine
     budget = limits.max_num_batched_tokens - n
     if waiting and budget > 0 and n < limits.max_num_seqs:
         w = waiting[0]
-        left = w.tokens - w.computed
+        base = w.computed or w.received
+        left = w.tokens - base
         if limits.enable_chunked_prefill or left <= budget:
-            if _blocks(w.computed + min(left, budget), bs) - w.blocks <= free - blocks_needed(1):
+            if _blocks(base + min(left, budget), bs) - w.blocks <= free - blocks_needed(1):
                 return 0  # it would be admitted this step
     if blocks_needed(k) > free:  # the longest run whose blocks fit
         lo, hi = 1, k

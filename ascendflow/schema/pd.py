@@ -43,6 +43,10 @@ class RoleSpec(Spec):
             ``kv_port + dp_rank × TP × PP + tp_rank`` (``mooncake_connector.py`` ``MooncakeConnectorScheduler``).
         kv_port_stride: added to ``kv_port`` per further instance (tutorial: 36000, 36100).
         api_port: HTTP port of the role's first DP rank on a node (``--port``; external DP adds the local index).
+        measured_capacity_rps: requests/s one instance of this role was measured to sustain within its SLO target
+            (prefill: ``slo.p99_ttft_ms``, decode: ``slo.p99_tpot_ms``), e.g. by a ``run.mode=capacity`` run of that
+            role's configuration; the P:D recommendation uses it instead of the performance model
+            (:mod:`ascendflow.perfmodel.pd_ratio`). ``None``: predicted.
     """
 
     instances: PositiveInt = 1
@@ -66,6 +70,7 @@ class RoleSpec(Spec):
     kv_port: int = Field(default=36000, ge=1024, le=65535)
     kv_port_stride: PositiveInt = 100
     api_port: int = Field(default=7100, ge=1, le=65535)
+    measured_capacity_rps: float | None = Field(default=None, gt=0)
 
 
 class ProxySpec(Spec):
