@@ -115,4 +115,17 @@ UNPINNED = {
     _ISSUES + "12839": "v0.23, GLM-5.1 w8a8 CP + PD: weights 49/59 GB only, GLM-5 DSA not modelled",
     "https://github.com/vllm-project/vllm-ascend/pull/8289": "v0.19.1rc1 breakdown line (weights 1.14 GiB, "
                        "activation 0.22, non-torch 0.13): the model is not named",
+    # Found by a second search (docs/calibrate.md, "Public start-up logs as tests"); "not in the thread" means not in
+    # the text the issue search returned.
+    _ISSUES + "10122": "310P (June 2026), Qwen3.6-35B-A3B-w8a8 TP2 + EP, utilisation 0.8: breakdown line (weights "
+                       "18.8 GiB, activation 1.71, non-torch 1.05, KV 5.77 GiB); Qwen3.6 (Gated DeltaNet MoE) has no "
+                       "config here, the release is not named and the command in the thread is the 27B run's",
+    _ISSUES + "5689": "v0.13.0rc1, A2, Qwen3-Coder-480B w8a8 DP2 x TP8 + EP, max_num_seqs 16, max_model_len 262,144, "
+                      "max_num_batched_tokens 4,096, utilisation 0.9: the command is pinned but no KV line is in "
+                      "the thread, and Qwen3-Coder-480B has no config here",
+    _ISSUES + "5414": "Qwen3-Omni on 910B4 32 GB dies (Dec 2025): only the running 'GPU KV cache usage' metric, "
+                      "no start-up KV line; Omni not modelled; release not named",
+    _ISSUES + "8284": "v0.18.0rc1-310p, 300I Duo, Qwen3-30B-A3B-Instruct-2507: the start-up log is an attached "
+                      "file, not in the thread; the command asked for an fp8 KV cache the 300I Duo lacks",
+    _ISSUES + "10401": "v0.20.2rc1, 2 x 910B3, Qwen3.6-27B: a speed report, no KV line; Qwen3.6 not modelled",
 }
