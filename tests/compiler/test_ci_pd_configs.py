@@ -177,6 +177,15 @@ def test_ci_config_argv_equals_ascendflow(name):
             assert argv[:2] == ci_argv["argv"][:2] == ["vllm", "serve"]
             expected = _normal(ci_flags[k][rank], role, offset, ids, EXTRA_CONFIG_FIXED.get(name))
             assert _ours(ci.parse_flags(argv[3:]), ci_flags[k][rank]) == expected, f"node {k} rank {rank}"
+    if "templates" in raw:
+        # the proxy, as external_dp/scripts/runtime.py build_proxy_server_cmd (v0.23.0) starts it on node 0, port 1999
+        ranks = {role: [(ips[k], ci_argv["argv"][ci_argv["argv"].index("--port") + 1]) for k in sorted(nodes)
+                        for ci_argv in nodes[k] if ci_argv["role"] == role] for role in ("prefill", "decode")}
+        assert plan.proxy.command[1].endswith("/load_balance_proxy_server_example.py")
+        assert plan.proxy.command[2:] == [
+            "--host", ips[0], "--port", "1999", "--prefiller-hosts", *[h for h, _ in ranks["prefill"]],
+            "--prefiller-ports", *[p for _, p in ranks["prefill"]], "--decoder-hosts", *[h for h, _ in ranks["decode"]],
+            "--decoder-ports", *[p for _, p in ranks["decode"]]]
 
 
 def test_ten_or_more_configs_compared():
