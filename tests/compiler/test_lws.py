@@ -104,3 +104,48 @@ def test_every_artifact_pins_the_version_the_plan_pins(recipe, overrides, tag):
               for c in yaml.safe_load(scripts["lws.yaml"])["spec"]["leaderWorkerTemplate"][role]["spec"]["containers"]}
     assert images == {f"quay.io/ascend/vllm-ascend:{tag}"} and tag.removeprefix("v").startswith(pinned)
     assert f'"vllm-ascend": "{pinned}"' in scripts["preflight.sh"]
+
+
+PD_MULTI_NODE = {"deepseek_r1_pd_2p1d": ["prefill0", "prefill1", "decode0"],
+                 "qwen3_235b_pd_1p1d": ["prefill0", "decode0"],
+                 "qwen3_235b_w8a8_pd_3nodes": ["prefill0", "decode0"]}
+
+
+@pytest.mark.parametrize("recipe", sorted(PD_MULTI_NODE))
+def test_pd_lws_one_per_instance_is_valid(recipe):
+    raw = compose_config([f"+recipe={recipe}"])
+    raw.pop("hydra", None)
+    spec = load_spec(raw)
+    plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path="/models/x")
+    docs = list(yaml.safe_load_all(launch_scripts(plan)["lws.yaml"]))
+    assert [d["metadata"]["name"] for d in docs] == [f"ascendflow-{plan.plan_hash}-{i}" for i in PD_MULTI_NODE[recipe]]
+    for doc in docs:
+        jsonschema.validate(doc, STRICT)
+        assert doc["metadata"]["labels"]["ascendflow/pd-role"] == doc["metadata"]["name"].split("-")[-1][:-1]
+    # every node of the plan is run by exactly one pod: leaders' node scripts plus the workers' index range
+    nodes = []
+    for doc in docs:
+        t = doc["spec"]["leaderWorkerTemplate"]
+        head = int(t["leaderTemplate"]["spec"]["containers"][0]["command"][-1].split("node")[-1].removesuffix(".sh"))
+        nodes += range(head, head + t["size"])
+    assert sorted(nodes) == list(range(plan.target.nodes))
+
+
+def test_pd_lws_decode_instance_spans_its_own_nodes():
+    """DeepSeek 2P1D: the decode instance is nodes 2-3; its worker runs node3.sh and resolves node 2's IP."""
+    raw = compose_config(["+recipe=deepseek_r1_pd_2p1d"])
+    raw.pop("hydra", None)
+    spec = load_spec(raw)
+    plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path="/models/x")
+    decode = list(yaml.safe_load_all(launch_scripts(plan)["lws.yaml"]))[-1]["spec"]["leaderWorkerTemplate"]
+    assert decode["size"] == 2
+    leader = decode["leaderTemplate"]["spec"]["containers"][0]
+    worker = decode["workerTemplate"]["spec"]["containers"][0]
+    assert leader["command"] == ["bash", "/ascendflow/launch/node2.sh"]
+    assert leader["resources"]["limits"] == {"huawei.com/Ascend910": 16} and leader["ports"][0]["containerPort"] == 7100
+    assert worker["command"] == ["bash", "-c", 'export ASCENDFLOW_NODE2_IP="${ASCENDFLOW_NODE2_IP:-$(getent hosts '
+                                 '"$LWS_LEADER_ADDRESS" | awk \'{print $1; exit}\')}"; '
+                                 "exec bash /ascendflow/launch/node$((LWS_WORKER_INDEX + 2)).sh"]
+    ips = {e["name"]: e["valueFrom"] for e in worker["env"] if e["name"].endswith("_IP")}
+    assert ips == {"ASCENDFLOW_NODE3_IP": {"fieldRef": {"fieldPath": "status.podIP"}}}
+    assert {e["name"] for e in leader["env"] if e["name"].endswith("_IP")} == {"ASCENDFLOW_NODE2_IP"}

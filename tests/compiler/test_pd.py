@@ -182,3 +182,13 @@ def test_plan_cli_prints_role_lines(tmp_path):
     assert "prefill (kv_producer, 1 × TP1 × DP1, NONE): weights" in out
     assert "decode (kv_consumer, 1 × TP1 × DP1, FULL_DECODE_ONLY): weights" in out
     assert sorted(p.name for p in (tmp_path / "launch").iterdir()) == ["node0.sh", "preflight.sh", "proxy.sh"]
+
+
+def test_roles_share_the_run_hardware_so_one_chip_generation():
+    """Same chip generation for prefill and decode holds by construction: a role has no hardware key."""
+    with pytest.raises(ConfigError) as info:
+        _spec("qwen3_235b_pd_1p1d", "+pd.prefill.hardware=atlas_800i_a2")
+    assert str(info.value) == ("pd.prefill.hardware='atlas_800i_a2': unknown key (not part of the schema; check the "
+                               "spelling)")
+    plan = _plan("qwen3_235b_pd_1p1d")
+    assert {w.node_rank for w in plan.workers} == {0, 1} and plan.target.hardware == "atlas_800i_a3"

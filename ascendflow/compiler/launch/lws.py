@@ -1,11 +1,12 @@
 """Kubernetes LeaderWorkerSet manifest for a multi-node Ascend plan (pure text): ``launch/lws.yaml``.
 
 One LWS group is one deployment of the plan: the leader pod runs ``node0.sh`` (it serves the API), worker pod ``k``
-runs ``node<k>.sh``. The scripts come from a ConfigMap made from the run's ``launch/`` directory (docs/multinode.md);
-the pod only supplies what the scripts ask for at launch time:
+runs ``node<k>.sh``. A PD plan has one LWS per instance of each role (:class:`LWSGroup`; its leader runs the
+instance's first node ``node<h>.sh``, worker ``k`` runs ``node<h + k>.sh``). The scripts come from a ConfigMap made
+from the run's ``launch/`` directory (docs/multinode.md); the pod only supplies what the scripts ask for at launch:
 
-- ``ASCENDFLOW_NODE0_IP``: the leader's pod IP (``status.podIP``; with ``hostNetwork`` the node's IP, which HCCL
-  needs); on workers the leader's address ``LWS_LEADER_ADDRESS`` (set by LWS, ``api/leaderworkerset/v1``
+- ``ASCENDFLOW_NODE0_IP`` (``<h>`` for a PD instance): the leader's pod IP (``status.podIP``; with ``hostNetwork``
+  the node's IP, which HCCL needs); on workers the leader's address ``LWS_LEADER_ADDRESS`` (set by LWS, ``api/leaderworkerset/v1``
   ``leaderworkerset_types.go``) resolved to an IP by ``getent``;
 - ``ASCENDFLOW_NODE<k>_IP``: the pod's own IP (each worker reads only its own ``k``, ``LWS_WORKER_INDEX``);
 - other ``ASCENDFLOW_*`` values (NIC name, model path): ``configMapKeyRef`` of ConfigMap ``ascendflow-cluster``;
@@ -21,6 +22,7 @@ plugin names them ``huawei.com/ascend-1980``, as vllm-ascend's own CI manifest
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import yaml
 
@@ -49,14 +51,17 @@ def image(plan: Plan) -> str:
     return f"quay.io/ascend/vllm-ascend:v{tag}" + ("-a3" if "A3" in plan.target.hardware.upper() else "")
 
 
-def _env(refs: list[str], *, leader: bool) -> list[dict]:
+def _env(refs: list[str], *, leader: bool, head: int = 0) -> list[dict]:
+    """Pod env for the script refs: ``ASCENDFLOW_NODE<head>_IP`` is the leader's pod IP, every other node's IP a
+    worker's own pod IP (each worker reads only its own); other ``ASCENDFLOW_*`` from the cluster ConfigMap, the
+    rest from the Secret."""
     env: list[dict] = []
     for ref in refs:
         node = re.fullmatch(r"ASCENDFLOW_NODE(\d+)_IP", ref)
-        if node and leader == (node.group(1) == "0"):
+        if node and leader == (int(node.group(1)) == head):
             env.append({"name": ref, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
         elif node:
-            continue  # the leader reads only node 0's IP; a worker resolves it from LWS_LEADER_ADDRESS (command)
+            continue  # the leader reads only its own IP; a worker resolves the leader's from LWS_LEADER_ADDRESS
         elif ref.startswith("ASCENDFLOW_"):
             env.append({"name": ref, "valueFrom": {"configMapKeyRef": {"name": CLUSTER_CONFIGMAP, "key": ref}}})
         else:
@@ -64,29 +69,33 @@ def _env(refs: list[str], *, leader: bool) -> list[dict]:
     return env
 
 
-def _pod(plan: Plan, refs: list[str], *, leader: bool) -> dict:
-    devices = max(len(w.devices) for w in plan.workers)
+def _pod(plan: Plan, refs: list[str], *, leader: bool, group: "LWSGroup") -> dict:
     resource = plan.target.k8s_device_resource
+    head = group.head
     if leader:
-        command = ["bash", f"{LAUNCH_DIR}/node0.sh"]
+        command = ["bash", f"{LAUNCH_DIR}/node{head}.sh"]
     else:
-        resolve = ('export ASCENDFLOW_NODE0_IP="${ASCENDFLOW_NODE0_IP:-$(getent hosts "$LWS_LEADER_ADDRESS" '
-                   "| awk '{print $1; exit}')}\"; " if "ASCENDFLOW_NODE0_IP" in refs else "")
-        command = ["bash", "-c", resolve + f'exec bash {LAUNCH_DIR}/node"$LWS_WORKER_INDEX".sh']
+        ip = f"ASCENDFLOW_NODE{head}_IP"
+        resolve = (f'export {ip}="${{{ip}:-$(getent hosts "$LWS_LEADER_ADDRESS" '
+                   "| awk '{print $1; exit}')}\"; " if ip in refs else "")
+        index = '"$LWS_WORKER_INDEX"' if head == 0 else f"$((LWS_WORKER_INDEX + {head}))"
+        command = ["bash", "-c", resolve + f"exec bash {LAUNCH_DIR}/node{index}.sh"]
     container = {
         "name": "vllm-leader" if leader else "vllm-worker",
         "image": image(plan),
         "command": command,
-        "env": _env(refs, leader=leader),
-        "resources": {"limits": {resource: devices}, "requests": {resource: devices}},
+        "env": _env(refs, leader=leader, head=head),
+        "resources": {"limits": {resource: group.devices}, "requests": {resource: group.devices}},
         "volumeMounts": [{"name": "launch", "mountPath": LAUNCH_DIR}, {"name": "dshm", "mountPath": "/dev/shm"}],
     }
     if leader:
-        port = int(plan.serve_command[plan.serve_command.index("--port") + 1])
-        container["ports"] = [{"containerPort": port, "name": "http"}]
-        container["readinessProbe"] = {"httpGet": {"path": "/health", "port": port}, "periodSeconds": 10}
+        container["ports"] = [{"containerPort": group.port, "name": "http"}]
+        container["readinessProbe"] = {"httpGet": {"path": "/health", "port": group.port}, "periodSeconds": 10}
+    labels = {"ascendflow/plan": plan.plan_hash, "role": "leader" if leader else "worker"}
+    if group.pd_role:
+        labels["ascendflow/pd-role"] = group.pd_role
     return {
-        "metadata": {"labels": {"ascendflow/plan": plan.plan_hash, "role": "leader" if leader else "worker"}},
+        "metadata": {"labels": labels},
         "spec": {
             "hostNetwork": True,
             "dnsPolicy": "ClusterFirstWithHostNet",
@@ -99,29 +108,50 @@ def _pod(plan: Plan, refs: list[str], *, leader: bool) -> dict:
     }
 
 
-def lws_manifest(plan: Plan, required_refs: list[str]) -> str:
-    """The plan as one LeaderWorkerSet (size = nodes, one group), YAML text.
+class LWSGroup(NamedTuple):
+    """One LeaderWorkerSet group: its first (leader) node, node count, devices per pod, the leader's API port and,
+    for a PD instance, its name (``prefill0``) and role."""
+
+    head: int
+    size: int
+    devices: int
+    port: int
+    instance: str = ""
+    pd_role: str = ""
+
+
+def lws_manifest(plan: Plan, required_refs: list[str], group: LWSGroup | None = None) -> str:
+    """One LeaderWorkerSet (size = nodes of the group, one replica), YAML text: the whole co-located plan, or one PD
+    instance (``group``: its nodes run ``node<head + LWS_WORKER_INDEX>.sh``).
 
     Args:
         plan: a multi-node plan.
-        required_refs: the ``${NAME}`` references its launch scripts require (see module docstring for the source
-            of each in the pod).
+        required_refs: the ``${NAME}`` references the group's launch scripts require (see module docstring for the
+            source of each in the pod).
+        group: the PD instance; ``None``: every node of the plan from node 0, the API port of its serve command.
     """
+    if group is None:
+        group = LWSGroup(head=0, size=plan.target.nodes, devices=max(len(w.devices) for w in plan.workers),
+                         port=int(plan.serve_command[plan.serve_command.index("--port") + 1]))
+    name = lws_name(plan) + (f"-{group.instance}" if group.instance else "")
+    labels = {"ascendflow/plan": plan.plan_hash, **({"ascendflow/pd-role": group.pd_role} if group.pd_role else {})}
     doc = {
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
-        "metadata": {"name": lws_name(plan), "labels": {"ascendflow/plan": plan.plan_hash}},
+        "metadata": {"name": name, "labels": labels},
         "spec": {
             "replicas": 1,
             "startupPolicy": "LeaderCreated",
             "leaderWorkerTemplate": {
-                "size": plan.target.nodes,
+                "size": group.size,
                 "restartPolicy": "RecreateGroupOnPodRestart",
-                "leaderTemplate": _pod(plan, required_refs, leader=True),
-                "workerTemplate": _pod(plan, required_refs, leader=False),
+                "leaderTemplate": _pod(plan, required_refs, leader=True, group=group),
+                "workerTemplate": _pod(plan, required_refs, leader=False, group=group),
             },
         },
     }
-    header = (f"# ascendflow plan {plan.plan_hash}: LeaderWorkerSet, {plan.target.nodes} pods ({plan.launcher}). "
+    what = (f"{group.pd_role} instance {group.instance}, nodes {group.head}..{group.head + group.size - 1}"
+            if group.instance else plan.launcher)
+    header = (f"# ascendflow plan {plan.plan_hash}: LeaderWorkerSet, {group.size} pods ({what}). "
               f"Apply: see docs/multinode.md\n")
     return header + yaml.safe_dump(doc, sort_keys=False, width=120)

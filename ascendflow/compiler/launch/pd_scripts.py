@@ -6,6 +6,7 @@ with external DP, each with its own ``ASCEND_RT_VISIBLE_DEVICES`` and port, as v
 from __future__ import annotations
 
 from ascendflow.compiler.launch.common import ref_guard, required_refs, shell_value
+from ascendflow.compiler.launch.lws import LWSGroup, lws_manifest
 from ascendflow.compiler.launch.scripts import preflight_script
 from ascendflow.compiler.plan import Plan
 
@@ -41,7 +42,29 @@ def pd_launch_scripts(plan: Plan) -> dict[str, str]:
         "set -euo pipefail", "", *ref_guard(required_refs(proxy.command)),
         "exec " + " ".join(shell_value(a) for a in proxy.command) + ' "$@"', ""])
     scripts["preflight.sh"] = pd_preflight_script(plan)
+    if plan.target.kind == "npu" and plan.target.nodes > 1 and plan.target.k8s_device_resource:
+        scripts["lws.yaml"] = pd_lws_manifests(plan)
     return scripts
+
+
+def pd_lws_manifests(plan: Plan) -> str:
+    """One LeaderWorkerSet per PD instance (``prefill0``, ``prefill1``, ``decode0`` ...; an instance's scripts
+    differ by ``engine_id`` and ``kv_port``, so instances are groups of their own, not replicas), as one multi-document
+    YAML text. Each group's leader runs the instance's first node script; the proxy (``proxy.sh``) is not in them.
+    """
+    docs = []
+    for name, role in plan.roles.items():
+        per_instance = len(role.nodes) // role.instances
+        for i in range(role.instances):
+            nodes = role.nodes[i * per_instance:(i + 1) * per_instance]
+            workers = [w for w in role.workers if w.node_rank in nodes]
+            head = [w for w in workers if w.node_rank == nodes[0]]
+            refs = required_refs([t for w in workers for t in [*role.env.values(), *w.env.values(), *w.command]])
+            port = int(head[0].command[head[0].command.index("--port") + 1])
+            devices = max(sum(len(w.devices) for w in workers if w.node_rank == n) for n in nodes)
+            docs.append(lws_manifest(plan, refs, LWSGroup(head=nodes[0], size=len(nodes), devices=devices, port=port,
+                                                          instance=f"{name}{i}", pd_role=name)))
+    return "---\n".join(docs)
 
 
 def pd_preflight_script(plan: Plan) -> str:
