@@ -41,6 +41,7 @@ def test_graph_memory_subtracted_from_v0_21_0rc1():
     assert diff["rules"] == {"batch_defaults": {"current": "fallback", "target": "memory_tiers"},
                              "graph_memory_profiled": {"current": False, "target": True},
                              "hccl_reuse_same_ranks": {"current": True, "target": False},
+                             "mla_heads_per_rank": {"current": "power_of_two", "target": "any"},
                              "native_full_and_piecewise": {"current": False, "target": True},
                              "stream_budget_pruning": {"current": True, "target": False}}
     assert diff["capture_sizes"] == {"current": [4, 8, 16, 24, 32, 40, 48, 56, 64],

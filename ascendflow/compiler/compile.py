@@ -24,7 +24,7 @@ from ascendflow.compiler.memory.vision_weights import VISION_MODEL_TYPES, vision
 from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
 from ascendflow.compiler.placement.idle import idle_warning
 from ascendflow.compiler.placement.nodes import place
-from ascendflow.compiler.placement.topology import check_parallel
+from ascendflow.compiler.placement.topology import check_mla_heads, check_parallel
 from ascendflow.compiler.plan import MemoryPlan, Plan, StagePlan, TargetPlan, WorkerPlan, plan_hash
 from ascendflow.compiler.rules.additional_config import additional_config
 from ascendflow.compiler.rules.engine_rules import EngineRules, engine_rules
@@ -219,6 +219,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     row = software_row(hw)
     rules = engine_rules(row["row"])
     check_parallel(par, hw, arch)
+    check_mla_heads(par, hw, arch, rules)
     launcher, placement = place(par, hw, rules, row["row"])
     if eng.num_speculative_tokens and not arch.num_nextn_predict_layers:
         raise ConfigError("engine.num_speculative_tokens", eng.num_speculative_tokens,

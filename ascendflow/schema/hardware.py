@@ -33,9 +33,6 @@ class HardwareSpec(Spec):
             e.g. ``vllm-ascend-0.23.0``; override with ``hardware.software=...``.
         soc: the chip family release rules key on: ``910b`` (A2), ``910c`` (A3), ``310p`` (300I Duo), ``950``,
             ``cpu``, ``gpu`` (e.g. the 950's piecewise cap, the 310P KV halving; ``compiler/rules/data/engine_rules.yaml``).
-        mla_graph_heads: MLA attention heads per rank the device's graph kernels accept (A2/A3: 32, 64, 128;
-            CANN error EZ9999, vllm-ascend docs ``faqs.md``); empty: no such rule (the v0.23.0 DeepSeek-V3.1
-            tutorial runs TP8 + FULL_DECODE_ONLY on 950DT).
         runtime_reserved_bytes: device memory an idle device already uses outside the engine (driver/runtime), in
             bytes; with ``occupied_bytes`` it lowers the free memory of the start-up check.
         occupied_bytes: device memory other processes hold on each device when the engine starts (another engine,
@@ -64,7 +61,6 @@ class HardwareSpec(Spec):
     visible_devices_env: str | None = None
     software: str
     soc: Literal["910b", "910c", "310p", "950", "cpu", "gpu"]
-    mla_graph_heads: tuple[int, ...] = ()
     runtime_reserved_bytes: int = Field(default=0, ge=0)
     occupied_bytes: int = Field(default=0, ge=0)
     non_torch_bytes: int = Field(default=0, ge=0)

@@ -186,6 +186,46 @@ def test_spec_decode_rounding_of_the_flagship_recipe():
     assert plan.graph.capture_sizes == [4, 8, 16, 24, 32, 40, 48, 56, 64]
 
 
+# --- MLA heads per rank ---------------------------------------------------------------------------------------------
+
+#: DeepSeek-R1 with 96 attention heads (hand-made: 12 per rank at TP8, not a power of two, like GLM-4.7-Flash's 20).
+R1_96_HEADS = ["+recipe=deepseek_r1", "model.architecture.num_attention_heads=96"]
+
+
+def test_mla_heads_per_rank_per_release():
+    # mla_v1.py passes the heads unpadded to npu_fused_infer_attention_score until v0.20.2rc1; pads them from v0.21.0rc1.
+    values = {name: rules.mla_heads_per_rank for name, rules in rules_table().items()}
+    power_of_two = {f"vllm-ascend-{v}" for v in ("0.11.0", "0.13.0", "0.18.0", "0.19.1rc1", "0.20.2rc1")}
+    assert {n for n, v in values.items() if v == "power_of_two"} == power_of_two
+    assert {n for n, v in values.items() if v == "any"} == set(rules_table()) - power_of_two
+
+
+def test_mla_heads_not_a_power_of_two_refused_until_v0_21_eager_too():
+    for graph in ("full_decode_only", "eager"):
+        with pytest.raises(ConfigError) as err:
+            plan_for(R1_96_HEADS + ["hardware.software=vllm-ascend-0.20.2rc1", f"graph={graph}"])
+        assert str(err.value) == (
+            "parallel.tensor_parallel_size=8: MLA decode on vllm-ascend-0.20.2rc1 needs num_attention_heads / TP to be "
+            "a power of two (npu_fused_infer_attention_score; mla_v1.py pads the heads only from vllm-ascend "
+            "0.21.0rc1, PR #9560), got 96/8 = 12; use TP in [3, 6, 12] or hardware.software=vllm-ascend-0.21.0rc1 or "
+            "later")
+    # v0.21.0rc1 pads 12 heads to 16: accepted, with the capture list of any model (max = min(16 × 1, 512) = 16).
+    plan = plan_for(R1_96_HEADS + ["hardware.software=vllm-ascend-0.21.0rc1"])[1]
+    assert (plan.graph.cudagraph_mode, plan.graph.capture_sizes) == ("FULL_DECODE_ONLY", [1, 2, 4, 8, 16])
+    # TP 12 (8 heads per rank, a power of two) is accepted at v0.20.2rc1 (one DP rank of 12 dies per node).
+    plan = plan_for(R1_96_HEADS + ["hardware.software=vllm-ascend-0.20.2rc1", "parallel.tensor_parallel_size=12"])[1]
+    assert plan.graph.capture_sizes == [1, 2, 4, 8, 16]
+
+
+def test_flagship_recipe_captures_at_tp8():
+    # deepseek_r1 (TP8 × DP2, 16 MLA heads per rank) plans FULL_DECODE_ONLY at every release from v0.13.0 (the
+    # nightly-CI layout); v0.11.0 doubles the default maximum (vLLM 0.11: min(2 × 16, 512) = 32, step-8 ladder).
+    for row, sizes in (("0.11.0", [1, 2, 4, 8, 16, 24, 32]), ("0.13.0", [1, 2, 4, 8, 16]),
+                       ("0.20.2rc1", [1, 2, 4, 8, 16]), ("0.23.0", [1, 2, 4, 8, 16]), ("0.30.0rc2", [1, 2, 4, 8, 16])):
+        plan = plan_for(["+recipe=deepseek_r1", f"hardware.software=vllm-ascend-{row}"])[1]
+        assert (plan.graph.cudagraph_mode, plan.graph.capture_sizes) == ("FULL_DECODE_ONLY", sizes), row
+
+
 COMMON_MOE = ["hardware=atlas_800i_a2", "model=qwen3_30b_a3b", "parallel=tp2", "graph=piecewise",
               "engine.max_num_seqs=16", "engine.max_model_len=4096"]
 

@@ -115,20 +115,6 @@ def stream_budget(ctx: GraphContext) -> int:
     return max_streams // r // p
 
 
-def _check_mla_heads(ctx: GraphContext) -> None:
-    allowed = ctx.hardware.mla_graph_heads
-    heads = ctx.arch.num_attention_heads
-    per_rank = heads // ctx.parallel.tensor_parallel_size
-    if allowed and per_rank not in allowed:
-        par = ctx.parallel  # only TPs that also fit the hardware with this PP × DP
-        room = par.nodes * ctx.hardware.devices_per_node // (par.pipeline_parallel_size * par.data_parallel_size)
-        valid = [tp for tp in range(1, min(heads, room) + 1) if heads % tp == 0 and heads // tp in allowed]
-        raise ConfigError("parallel.tensor_parallel_size", ctx.parallel.tensor_parallel_size,
-                          f"MLA with graph capture on {ctx.hardware.device_name} needs num_attention_heads / TP in "
-                          f"{list(allowed)} (CANN MLA kernel, error EZ9999; vllm-ascend docs faqs.md), got "
-                          f"{heads}/{ctx.parallel.tensor_parallel_size} = {per_rank}; use TP in {valid} or graph=eager")
-
-
 def _mode(graph: GraphSpec, ctx: GraphContext, warnings: list[str]) -> str:
     rules, hw = ctx.rules, ctx.hardware
     mode = graph.cudagraph_mode or "FULL_AND_PIECEWISE"  # vLLM V1's default
@@ -189,8 +175,9 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
         The :class:`GraphPlan` (sizes ascending) and warnings.
 
     Raises:
-        ConfigError: a mode the CPU engine does not run, the MLA head rule on A2/A3, no TP-aligned size left, a
-            stream budget of one size or less, no size left after rounding for speculative decoding.
+        ConfigError: a mode the CPU engine does not run, no TP-aligned size left, a stream budget of one size or
+            less, no size left after rounding for speculative decoding. (MLA heads per rank are not a graph rule: see
+            :func:`~ascendflow.compiler.placement.topology.check_mla_heads`.)
     """
     warnings: list[str] = []
     hw, rules = ctx.hardware, ctx.rules
@@ -206,8 +193,6 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
     mode = _mode(graph, ctx, warnings)
     if mode == "NONE":
         return GraphPlan(cudagraph_mode="NONE", capture_sizes=[], enforce_eager=False), warnings
-    if ctx.arch.is_mla and hw.kind == "npu":
-        _check_mla_heads(ctx)
 
     k = ctx.num_speculative_tokens
     par = ctx.parallel

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.hardware import HardwareSpec
@@ -97,3 +98,31 @@ def place_nodes(parallel: ParallelSpec, hardware: HardwareSpec) -> list[tuple[in
                                                    f"{per_node} devices per node, but hardware={hardware.name} has "
                                                    f"{hardware.devices_per_node}")
     return [(node, node * local, local, list(range(per_node))) for node in range(nodes)]
+
+
+def check_mla_heads(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelArchitecture,
+                    rules: EngineRules) -> None:
+    """Reject MLA query heads per rank (``num_attention_heads / TP``) the target release's decode kernel cannot take.
+
+    ``rules.mla_heads_per_rank``: ``power_of_two`` (vllm-ascend v0.11.0 … v0.20.2rc1: ``mla_v1.py`` ``_forward_decode``
+    passes the heads unpadded to ``npu_fused_infer_attention_score(_v2)``, which needs a power of two, vllm-ascend
+    PR #9560), ``any`` (from v0.21.0rc1 the heads are padded to the next power of two). Eager and graph mode alike:
+    the same kernel decodes in both. Only vllm-ascend (``hardware.kind == "npu"``) is checked.
+
+    Raises:
+        ConfigError: an MLA model on NPU whose heads per rank are not a power of two where the release needs one.
+    """
+    if hardware.kind != "npu" or not arch.is_mla or rules.mla_heads_per_rank == "any":
+        return
+    heads, tp = arch.num_attention_heads, parallel.tensor_parallel_size
+    per_rank = heads // tp
+    if per_rank & (per_rank - 1) == 0:
+        return
+    room = parallel.nodes * hardware.devices_per_node // (parallel.pipeline_parallel_size *
+                                                          parallel.data_parallel_size)
+    valid = [d for d in range(1, min(heads, room) + 1) if heads % d == 0 and (heads // d) & (heads // d - 1) == 0]
+    raise ConfigError("parallel.tensor_parallel_size", tp,
+                      f"MLA decode on {hardware.software} needs num_attention_heads / TP to be a power of two "
+                      f"(npu_fused_infer_attention_score; mla_v1.py pads the heads only from vllm-ascend 0.21.0rc1, "
+                      f"PR #9560), got {heads}/{tp} = {per_rank}; use TP in {valid} or "
+                      f"hardware.software=vllm-ascend-0.21.0rc1 or later")

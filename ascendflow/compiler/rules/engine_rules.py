@@ -64,6 +64,15 @@ class EngineRules(BaseModel):
         pass_config_sp_in_ascend: vllm-ascend's ``enable_sp()`` also reads that PassConfig key (v0.11.0, v0.13.0); from
             v0.18.0 only flashcomm1 and shared-expert DP turn it on, so an explicit key filters the capture sizes
             (vLLM ``_set_cudagraph_sizes``) but spec-decode rounding stays at multiples of ``1 + k``.
+    Attention:
+        mla_heads_per_rank: what the MLA decode kernel accepts as query heads per rank
+            (``num_attention_heads / TP``), in eager and graph mode alike (``mla_v1.py`` ``_forward_decode`` calls
+            ``npu_fused_infer_attention_score(_v2)`` in both). ``power_of_two``: v0.11.0 … v0.20.2rc1 pass the heads
+            as they are, and the fused attention op needs a power of two (vllm-ascend PR #9560); ``any``: from
+            v0.21.0rc1 ``AscendMLAImpl.__init__`` pads to the next power of two (``num_heads_padded``) and slices the
+            output back. No supported release has the old {32, 64, 128} rule: that was a CANN 8.1 IFA tiling check
+            (``CheckMlaAttrs``) asserted by vllm-ascend under TorchAir only (v0.9.0rc2 … v0.9.2rc1, #933), removed in
+            v0.9.1rc2 (#1404) and v0.10.0rc1 (#1508) when CANN lifted it.
     Memory:
         kv_cache_memory_bytes: ``--kv-cache-memory`` bypasses the utilisation rule (vllm-ascend >= v0.19.1rc1).
         graph_memory_profiled: graph memory is profiled and subtracted from the KV budget before allocation
@@ -162,6 +171,7 @@ class EngineRules(BaseModel):
     shared_expert_dp_enables_sp: bool
     sp_pass_key: Literal["enable_sequence_parallelism", "enable_sp"]
     pass_config_sp_in_ascend: bool
+    mla_heads_per_rank: Literal["power_of_two", "any"]
     kv_cache_memory_bytes: bool
     graph_memory_profiled: bool
     p310_kv_halved: bool

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan ac8fb7af4a9b0e73: node 1 of 2 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan cb3e4dbf11f4858c: node 1 of 2 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 1, devices [0, 1, 2, 3, 4, 5, 6, 7]. Generated: recompile instead of editing.
 set -euo pipefail
 
@@ -24,4 +24,4 @@ export VLLM_LOGGING_LEVEL=INFO
 export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
 export HCCL_IF_IP="${ASCENDFLOW_NODE1_IP}"
 
-exec vllm serve "${ASCENDFLOW_MODEL_PATH}" --served-model-name deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8 --pipeline-parallel-size 1 --data-parallel-size 2 --enable-expert-parallel --dtype bfloat16 --max-model-len 16384 --max-num-seqs 16 --max-num-batched-tokens 2048 --gpu-memory-utilization 0.9 --block-size 128 --seed 0 --enforce-eager --data-parallel-size-local 1 --data-parallel-address "${ASCENDFLOW_NODE0_IP}" --data-parallel-rpc-port 13389 --headless --data-parallel-start-rank 1 --host 0.0.0.0 --port 8000 "$@"
+exec vllm serve "${ASCENDFLOW_MODEL_PATH}" --served-model-name deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8 --pipeline-parallel-size 1 --data-parallel-size 2 --enable-expert-parallel --dtype bfloat16 --max-model-len 16384 --max-num-seqs 16 --max-num-batched-tokens 2048 --gpu-memory-utilization 0.9 --block-size 128 --seed 0 --compilation-config '{"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4,8,16]}' --data-parallel-size-local 1 --data-parallel-address "${ASCENDFLOW_NODE0_IP}" --data-parallel-rpc-port 13389 --headless --data-parallel-start-rank 1 --host 0.0.0.0 --port 8000 "$@"
