@@ -12,10 +12,13 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ascendflow.workloads.chat import write_chat_dataset
 from ascendflow.schema.workload import WorkloadSpec
+
+if TYPE_CHECKING:  # not imported at run time: this module is also the client process's entry (kept light)
+    from ascendflow.compiler import Plan
 
 
 def bench_argv(workload: WorkloadSpec, *, base_url: str, served_model_name: str, tokenizer: str,
@@ -53,6 +56,14 @@ def bench_argv(workload: WorkloadSpec, *, base_url: str, served_model_name: str,
         argv += ["--dataset-name", "random", "--random-input-len", str(workload.random_input_len),
                  "--random-output-len", str(workload.random_output_len)]
     return argv
+
+
+def tokenizer_for(plan: Plan) -> str:
+    """The ``--tokenizer`` of the benchmark client: the plan's ``--model`` when it is here (a local run, or weights
+    at the same path on this machine), else the model's id (the Hugging Face name: a deployment attached from a
+    machine without its weights, ``run.mode=attach``)."""
+    model = str(plan.engine_args["model"])
+    return model if not Path(model).is_absolute() or Path(model).exists() else str(plan.model["id"])
 
 
 def run_benchmark(argv: list[str]) -> dict[str, Any]:
