@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ascendflow.schema.base import Spec
 
@@ -54,6 +55,18 @@ class RunOptions(Spec):
     slo_p99_ttft_ms: float | None = Field(default=None, gt=0)
     max_failed_fraction: float = Field(default=0.0, ge=0, le=1)
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-    server_url: str | None = Field(default=None, pattern=r"^https?://[^\s/@]+(/[^\s@]*)?$")
+    server_url: str | None = None
     attach_capacity: bool = False
     profile: bool = False
+
+    @field_validator("server_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is not None and not BASE_URL.fullmatch(value):
+            raise ValueError("is not a server's base URL: give http(s)://host:port as vllm bench serve --base-url "
+                             "takes it, with no credentials in it (the key goes in the variable run.api_key_env names)")
+        return value
+
+
+#: A server's base URL: scheme, host[:port], an optional path; no userinfo (``user:key@``), no spaces.
+BASE_URL = re.compile(r"https?://[^\s/@]+(/[^\s@]*)?")
