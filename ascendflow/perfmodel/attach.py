@@ -127,7 +127,8 @@ def _attach(plan: Plan, spec: RunSpec, model_path: str | None, root: Path, table
                    quantization=spec.quantization.model_dump())
     if data.get("roles"):
         perf = {**perf, "pd_ratio": _pd_ratio(data, spec, calibration if calibration is not None else
-                                              (load_calibration(spec.hardware.name) if spec.hardware.kind == "npu"
+                                              (load_calibration(spec.hardware.name, calibration_file(spec))
+                                               if spec.hardware.kind == "npu"
                                                else None))}
     return plan.model_copy(update={"performance": perf})
 
