@@ -159,6 +159,8 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
                   secrets=secrets, tracked=tracked)
         mode.prepare(plan, job)  # before anything is written or started
         plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())
+        if (plan.performance or {}).get("calibration"):  # which NPU calibration priced the predictions
+            tracked.log_params({"perf": {"calibration": plan.performance["calibration"]}})
         written = write_plan(plan, run_dir)
         tracked.set_tags({"plan_hash": plan.plan_hash})
         tracked.log_metrics({mode.predictions_prefix + k: v for k, v in _plan_metrics(plan).items()})

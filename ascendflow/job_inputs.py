@@ -18,7 +18,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ascendflow.schema import ConfigError, RunSpec, load_spec
 from ascendflow.schema.parallel import ParallelSpec
 from ascendflow.schema.run import RunOptions
-from ascendflow.schema.secrets import secret_values
+from ascendflow.schema.secrets import secret_values, uri_password
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.secret_logging import remember, uri_credentials
 
@@ -32,7 +32,8 @@ class JobInputs:
         run: the run options: the spec's, else the run section alone, else defaults (the failed-job objective).
         secrets: secret values, ``{name: value}``: secret ``ascend.env`` entries (:mod:`ascendflow.schema.secrets`)
             the API key named by ``run.api_key_env`` when it is set in the environment, and the password of a
-            ``tracking.tracking_uri`` (:func:`ascendflow.secret_logging.uri_credentials`).
+            ``tracking.tracking_uri`` (:func:`ascendflow.secret_logging.uri_credentials`) and of a ``run.server_url``
+            (refused: credentials go in the variable ``run.api_key_env`` names).
         marked: the ``ascend.secret_env`` names.
         layout: the effective parallel layout's name (:func:`layout_name`), ``None`` when the parallel section is bad.
         raw: the resolved config (``None`` when it does not resolve).
@@ -130,5 +131,8 @@ def _secrets(cfg: DictConfig) -> tuple[dict[str, str], list[str]]:
     if isinstance(key_env, str) and os.environ.get(key_env):
         values[key_env] = os.environ[key_env]
     values.update(uri_credentials(OmegaConf.select(cfg, "tracking.tracking_uri", default=None)))
+    server_url = OmegaConf.select(cfg, "run.server_url", default=None)  # refused with credentials, never echoed
+    if isinstance(server_url, str) and (password := uri_password(server_url)):
+        values["run.server_url"] = password
     remember(values.values())  # masked in every line printed from now on (ascendflow.secret_logging)
     return values, marked

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 import yaml
 from scipy.optimize import least_squares
-from scipy.stats import spearmanr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,18 +34,12 @@ sys.path.insert(0, str(ROOT))
 from ascendflow.perfmodel import scheduler  # noqa: E402
 from ascendflow.perfmodel.arch import _spec  # noqa: E402
 from ascendflow.perfmodel.calibration import CALIBRATION_DIR  # noqa: E402
+from ascendflow.perfmodel.calibration.fitting import FITTED, METRICS, START, calibration_text, errors  # noqa: E402
 from ascendflow.perfmodel.npu import NpuConstants, model_class, npu_step_model  # noqa: E402
 from ascendflow.perfmodel.predict import limits_of, workload_requests  # noqa: E402
 
 ROWS = ROOT / "benchmarks" / "data" / "npu_public_rows.yaml"
 PLAN_FLAGS = "run.mode=plan tracking=none slo.p99_ttft_ms=null slo.p99_tpot_ms=null"
-METRICS = ("output_throughput", "median_tpot_ms", "median_ttft_ms")
-#: Fitted constants and their bounds (physical: efficiencies in (0, 1], overheads of µs to 100 ms).
-FITTED = {"gemm_efficiency": (0.05, 1.0), "memory_efficiency": (0.05, 1.0), "step_overhead_s": (1e-4, 0.2),
-          "eager_layer_overhead_s": (1e-6, 5e-3), "collective_latency_s": (1e-6, 2e-3)}
-START = NpuConstants(gemm_efficiency=0.6, memory_efficiency=0.6, step_overhead_s=0.01, eager_layer_overhead_s=3e-4,
-                     collective_latency_s=5e-5, hccs_bandwidth_gbps=126.0, internode_bandwidth_gbps=25.0,
-                     mtp_accept_length=1.85)
 #: Hardware options the joint fit's constants are written for (one Da Vinci generation; each keeps its own peaks).
 HARDWARE = ("atlas_800i_a2", "atlas_800i_a2_910b4", "atlas_800i_a3")
 
@@ -140,23 +133,10 @@ def leave_one_out(rows: list[dict], x: np.ndarray, step: float = 0.05) -> dict[s
     return out
 
 
-def errors(pairs: dict[str, list[tuple[float, float]]], tput: list[tuple[float, float]]) -> dict:
-    """MAPE (%) and median signed error (%) per metric, Spearman of output tokens/s, row counts."""
-    out = {}
-    for m, ps in pairs.items():
-        if ps:
-            e = [(p - v) / v * 100 for p, v in ps]
-            out[m] = {"mape_percent": round(float(np.mean(np.abs(e))), 1),
-                      "median_signed_percent": round(float(np.median(e)), 1), "rows": len(ps)}
-    if len(tput) >= 3:
-        out["spearman_output_throughput"] = round(float(spearmanr([p for p, _ in tput], [v for _, v in tput])[0]), 3)
-    return out
-
-
 def summarize(preds: dict[str, dict], rows: list[dict], classes: bool = True) -> dict:
     def table(sub):
         pairs = {m: [(preds[r["id"]][m], r["measured"][m]) for r in sub if m in r["measured"]] for m in METRICS}
-        return errors(pairs, pairs["output_throughput"])
+        return errors(pairs)
     out = {"all": table(rows)}
     if classes:
         for cls in sorted({r["class"] for r in rows}):
@@ -212,41 +192,17 @@ def main() -> int:
     return 0
 
 
-MEANING = {
-    "gemm_efficiency": "fitted: achieved fraction of the cube peak (hardware peak_tflops_bf16; x2 for int8 "
-                       "activations) by GEMMs, grouped MoE GEMMs and prefill attention when compute-bound",
-    "memory_efficiency": "fitted: achieved fraction of HBM bandwidth (memory_bandwidth_gbps) streaming weights, "
-                         "KV cache and activations",
-    "step_overhead_s": "fitted: per-step host time (s): scheduling, input preparation, sampling, output processing",
-    "eager_layer_overhead_s": "fitted: host launch time per decoder layer (s) of a step not replayed as a full graph",
-    "collective_latency_s": "fitted: fixed latency (s) of one HCCL collective (all-reduce, dispatch, combine)",
-    "hccs_bandwidth_gbps": "fixed: HCCS bus bandwidth per device (GB/s) for ring collectives inside a node; 72 GB/s "
-                           "algorithm bandwidth of an 8-card HCCL all_reduce on 910B (gameofdimension/limulidae "
-                           "README, CANN 8.0.0.beta1) x 2(n-1)/n = 126 (inferred: the README does not say algbw)",
-    "internode_bandwidth_gbps": "fixed: RoCE bandwidth per device across nodes (GB/s): one 200 Gb/s port per NPU "
-                                "(Atlas 800I A2 / A3 server specifications), 25 GB/s",
-    "mtp_accept_length": "fixed default: mean tokens emitted per decode step with one MTP token; DeepSeek-V3 "
-                         "report (arXiv 2412.19437 s5.4.3): 85-90 % acceptance of the second token -> 1.85",
-}
-
-
 def write_calibration(hardware: str, constants: NpuConstants, report: dict) -> None:
     """``calibration/<hardware>.yaml``: the constants with their meaning, how they were fitted, the LOO error."""
-    lines = [f"# NPU step-model constants for hardware={hardware}. Written by benchmarks/fit_npu_perf.py on "
-             f"{report['date']};", "# one joint fit over the A2 and A3 rows (same Da Vinci cube and HBM "
-             "generation; per-generation peaks come", "# from conf/hardware/<hardware>.yaml). Do not edit by "
-             "hand: re-run the fit.", f"hardware: {hardware}", "constants:"]
-    for k, v in asdict(constants).items():
-        lines.append(f"  {k}: {v:.6g}   # {MEANING[k]}")
-    lines.append("fit:")
-    lines.append(f"  rows: {report['train_rows']}   # benchmarks/data/npu_public_rows.yaml, split train")
-    lines.append("  method: least squares on log(predicted/measured), all measured figures of every row")
-    lines.append("  fitted: [" + ", ".join(report["fitted"]) + "]")
-    lines.append("measured_error:   # leave-one-out on the training rows, per model class (labels predictions)")
-    loo = report["leave_one_out"] or report["in_sample"]
-    for cls, table in loo.items():
-        lines.append(f"  {cls}: {json.dumps(table)}")
-    (CALIBRATION_DIR / f"{hardware}.yaml").write_text("\n".join(lines) + "\n")
+    header = [f"NPU step-model constants for hardware={hardware}. Written by benchmarks/fit_npu_perf.py on "
+              f"{report['date']};", "one joint fit over the A2 and A3 rows (same Da Vinci cube and HBM generation; "
+              "per-generation peaks come", "from conf/hardware/<hardware>.yaml). Do not edit by hand: re-run the fit."]
+    fit = {"rows": report["train_rows"], "source": "benchmarks/data/npu_public_rows.yaml, split train",
+           "method": "least squares on log(predicted/measured), all measured figures of every row",
+           "fitted": report["fitted"]}
+    # leave-one-out on the training rows, per model class (labels predictions)
+    (CALIBRATION_DIR / f"{hardware}.yaml").write_text(calibration_text(
+        hardware, constants, header, fit, report["leave_one_out"] or report["in_sample"]))
 
 
 if __name__ == "__main__":

@@ -152,6 +152,13 @@ CASES = [
     (["run.mode=capacity", "slo.measure_top=2"],
      ["error: slo.measure_top=2: prunes the configs of a capacity sweep before they run, and this is a single run; "
       "run a sweep (-m +sweep=capacity engine.max_num_seqs=8,16,32 ...) or drop slo.measure_top"]),
+    (["run.mode=attach"],
+     ["error: run.server_url=None: run.mode=attach measures a running deployment and needs its URL; set "
+      "run.server_url=http://<node0>:<port> (the launch scripts' port is run.launch_port=8000)"]),
+    (["run.mode=attach", "run.server_url=http://admin:hf_do_not_echo@node0:8000"],
+     ["error: run.server_url='http://admin:***@node0:8000': is not a server's base URL: give http(s)://host:port as "
+      "vllm bench serve --base-url takes it, with no credentials in it (the key goes in the variable "
+      "run.api_key_env names)"]),
 ]
 
 

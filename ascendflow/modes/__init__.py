@@ -8,6 +8,7 @@ this package.
 
 from __future__ import annotations
 
+from ascendflow.modes.attach import AttachMode
 from ascendflow.modes.base import Job, Mode, Outcome
 from ascendflow.modes.capacity import CapacityMode
 from ascendflow.modes.offline import OfflineMode
@@ -18,7 +19,8 @@ from ascendflow.runner.detect import hardware_present
 from ascendflow.schema import ConfigError, RunSpec
 
 #: ``run.mode`` value -> its handler.
-MODES: dict[str, type[Mode]] = {m.name: m for m in (PlanMode, ServeMode, OfflineMode, CapacityMode, RehearseMode)}
+MODES: dict[str, type[Mode]] = {m.name: m for m in (PlanMode, ServeMode, OfflineMode, CapacityMode, RehearseMode,
+                                                    AttachMode)}
 
 
 def mode_for(spec: RunSpec) -> Mode:

@@ -15,6 +15,7 @@ from ascendflow.perfmodel.pd_ratio import pd_ratio
 from ascendflow.perfmodel.predict import MEASURED_ERROR, predict
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.table import TABLES_DIR, find_table
+from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
 
 #: The accuracy benchmark's results (``benchmarks/perf_model_accuracy.py``), quoted as the table model's error.
@@ -81,12 +82,36 @@ def measured_error(root: Path) -> dict[str, Any]:
 def with_performance(plan: Plan, spec: RunSpec, model_path: str | None, root: Path,
                      tables_dir: Path = TABLES_DIR) -> Plan:
     """``plan`` with its ``performance`` section (see :func:`~ascendflow.perfmodel.predict.predict`); a failure
-    of the model is recorded there (``status: not predicted``) and never stops the run."""
+    of the model is recorded there (``status: not predicted``) and never stops the run, except a bad
+    ``hardware.calibration`` (see :func:`calibration_file`)."""
     try:
         return _attach(plan, spec, model_path, root, tables_dir)
+    except ConfigError:  # a calibration file the user named and that cannot be used: bad input, not advisory
+        raise
     except Exception as exc:  # noqa: BLE001 - the prediction is advisory
         return plan.model_copy(update={"performance": {"status": "not predicted",
                                                        "reason": f"{type(exc).__name__}: {exc}"[:300]}})
+
+
+def calibration_file(spec: RunSpec) -> Path | None:
+    """The calibration file ``hardware.calibration`` names (relative paths from the working directory), ``None``
+    when it names none (the packaged file is used).
+
+    Raises:
+        ConfigError: the file does not exist, or is not a calibration (a mapping with ``constants``).
+    """
+    if not spec.hardware.calibration:
+        return None
+    path = Path(spec.hardware.calibration).expanduser().resolve()
+    fix = "give a file written by python -m ascendflow.perfmodel.fit --out, or hardware.calibration=null"
+    if not path.is_file():
+        raise ConfigError("hardware.calibration", spec.hardware.calibration, f"file not found; {fix}")
+    try:
+        load_calibration(spec.hardware.name, path)
+    except Exception as exc:  # YAML error, or not a mapping with constants
+        raise ConfigError("hardware.calibration", spec.hardware.calibration,
+                          f"is not a calibration file ({str(exc).splitlines()[0][:120]}); {fix}") from None
+    return path
 
 
 def _attach(plan: Plan, spec: RunSpec, model_path: str | None, root: Path, tables_dir: Path) -> Plan:
@@ -95,13 +120,15 @@ def _attach(plan: Plan, spec: RunSpec, model_path: str | None, root: Path, table
     table = find_table(spec.hardware.name, spec.hardware.software, shapes, tables_dir)
     lengths = chat_lengths(spec, model_path) if spec.workload.dataset == "chat" else None
     slo = spec.slo if spec.slo is not None and spec.slo.targets else None
-    calibration = load_calibration(spec.hardware.name) if table is None and spec.hardware.kind == "npu" else None
+    calibration = (load_calibration(spec.hardware.name, calibration_file(spec))
+                   if table is None and spec.hardware.kind == "npu" else None)
     perf = predict(data, spec.hardware.model_dump(), spec.workload, slo, table, lengths,
                    measured_error(root) if table is not None else None, calibration=calibration,
                    quantization=spec.quantization.model_dump())
     if data.get("roles"):
         perf = {**perf, "pd_ratio": _pd_ratio(data, spec, calibration if calibration is not None else
-                                              (load_calibration(spec.hardware.name) if spec.hardware.kind == "npu"
+                                              (load_calibration(spec.hardware.name, calibration_file(spec))
+                                               if spec.hardware.kind == "npu"
                                                else None))}
     return plan.model_copy(update={"performance": perf})
 

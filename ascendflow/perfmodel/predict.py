@@ -133,11 +133,13 @@ def predicted_capacity(plan: Mapping[str, Any], workload: WorkloadSpec, slo: Slo
 
 
 def calibration_error(calibration: Mapping[str, Any], arch: Mapping[str, Any]) -> dict[str, Any]:
-    """The leave-one-out error of ``arch``'s model class (``dense``, ``moe``, ``mla_moe``) recorded in a calibration
-    file, with the error over all its rows beside it."""
+    """The error of ``arch``'s model class (``dense``, ``moe``, ``mla_moe``) recorded in a calibration file, with
+    the error over all its rows beside it; the file's ``error_label`` says how it was measured (default: the packaged
+    files' leave-one-out on public rows)."""
     errors = calibration.get("measured_error") or {}
     cls = model_class(arch)
-    return {"file": f"{calibration.get('file', '?')} (benchmarks/fit_npu_perf.py, leave-one-out on public rows)",
+    how = calibration.get("error_label") or "benchmarks/fit_npu_perf.py, leave-one-out on public rows"
+    return {"file": f"{calibration.get('file', '?')} ({how})",
             "class": cls, "class_error": errors.get(cls, "no training row of this class"),
             "all_rows": errors.get("all")}
 
@@ -176,6 +178,7 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
         "method": "vLLM v1 scheduler model (ascendflow/perfmodel/scheduler.py) x per-step op times",
         "step_overhead_s": getattr(step, "overhead_s", None), "request_latency_s": latency,
         "predicted": {k: round(metrics[k], 3) for k in PREDICTED},
+        **({"calibration": calibration.get("file")} if source.startswith("NPU step model") else {}),
         "simulated_steps": metrics["steps"], "simulated_preemptions": metrics["preemptions"],
         "measured_error": (dict(measured_error or MEASURED_ERROR) if table is not None else
                            calibration_error(calibration, plan["model"]["architecture"])

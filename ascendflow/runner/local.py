@@ -38,14 +38,16 @@ Status = Callable[[str], None]
 
 @dataclass
 class Serving:
-    """A healthy local vLLM server (see :func:`serving`)."""
+    """A healthy vLLM server: a local one (see :func:`serving`), or a running deployment this machine did not start
+    (``run.mode=attach``: ``server`` is ``None`` and ``log_path`` is the benchmark client's log, the engine's being
+    on its nodes)."""
 
-    server: ManagedProcess
+    server: ManagedProcess | None
     base_url: str
     health_url: str
     api_key: str | None
     start_s: float
-    port: int
+    port: int | None
     log_path: Path
     client: ManagedProcess | None = None
 
@@ -180,7 +182,7 @@ def bench_client(args: list[str], run_dir: Path, api_key: str | None, grace_s: f
                           log_path or run_dir / "bench.log", grace_s)
 
 
-def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Status, server: ManagedProcess,
+def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Status, server: ManagedProcess | None,
                      health_url: str, api_key: str | None, *, result_path: Path | None = None,
                      log_path: Path | None = None, window: WindowMetrics | None = None,
                      client: ManagedProcess | None = None) -> dict[str, Any]:
@@ -188,7 +190,9 @@ def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
     the engine (and sampling its ``/metrics`` into ``window``); returns the result JSON ``args`` asked for
     (``result_path``, default ``benchmark.json``). ``client``: a client already started (:func:`bench_client`; its
     ``args`` and log are used instead, ``args`` is ignored); the caller stops it, this function only when the engine
-    died and the client is past its grace or has not begun its main run.
+    died and the client is past its grace or has not begun its main run. ``server``: ``None`` for a deployment this
+    machine did not start (``run.mode=attach``): its death is seen by ``/health`` alone and reported with the
+    client's log.
 
     Raises:
         EngineDiedError: the engine process exited or ``/health`` reported it dead while the client ran (stage
@@ -237,7 +241,8 @@ def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
         counts = (f"; {benchmark.get('completed')} completed, {benchmark.get('failed')} failed, partial result kept "
                   f"in benchmark.json" if benchmark else "; the benchmark client wrote no result")
         when = "after the benchmark" if stage == "shutdown" else f"during the {stage}"
-        raise EngineDiedError(engine_failure(f"engine died {when} ({down}{counts})", server.log_path),
+        raise EngineDiedError(engine_failure(f"engine died {when} ({down}{counts})",
+                                             server.log_path if server is not None else log_path),
                               stage, benchmark)
     if client.returncode != 0 or benchmark is None:
         raise EngineStartError(engine_failure(f"vLLM's benchmark client failed with code {client.returncode}",

@@ -58,14 +58,15 @@ def exit_cause(code: int) -> str:
     return f"exited with code {code}"
 
 
-def engine_down(server: ManagedProcess, health_url: str) -> str | None:
+def engine_down(server: ManagedProcess | None, health_url: str) -> str | None:
     """Why the engine is down, or ``None`` while it looks alive.
 
-    Down means: the server process exited, ``/health`` answered 503 (vLLM's ``health`` handler,
+    Down means: the server process exited (``server``; ``None`` for a deployment this machine did not start,
+    ``run.mode=attach``, known by its ``/health`` alone), ``/health`` answered 503 (vLLM's ``health`` handler,
     ``vllm/entrypoints/serve/instrumentator/health.py``, answers 503 on ``EngineDeadError``), or the port refuses
     connections. A slow answer (timeout) is not taken as death: a loaded 2-core machine can be slow.
     """
-    if server.returncode is not None:
+    if server is not None and server.returncode is not None:
         return f"engine process {exit_cause(server.returncode)}"
     try:
         with urllib.request.urlopen(health_url, timeout=5) as resp:

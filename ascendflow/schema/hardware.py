@@ -47,6 +47,9 @@ class HardwareSpec(Spec):
             plugin uses ``huawei.com/ascend-1980`` (override ``hardware.k8s_device_resource=...``).
         peak_tflops_bf16: optional dense bf16 peak, TFLOPS (user-supplied; not documented by vllm-ascend).
         memory_bandwidth_gbps: optional device memory bandwidth, GB/s (user-supplied).
+        calibration: path of an NPU step-model calibration file (``python -m ascendflow.perfmodel.fit --out``, the
+            format of ``ascendflow/perfmodel/calibration/<hardware>.yaml``) used instead of the packaged one;
+            ``None``: the packaged file of this hardware option, if any.
     """
 
     name: str
@@ -68,3 +71,4 @@ class HardwareSpec(Spec):
     k8s_device_resource: str | None = None
     peak_tflops_bf16: float | None = Field(default=None, gt=0)
     memory_bandwidth_gbps: float | None = Field(default=None, gt=0)
+    calibration: str | None = None

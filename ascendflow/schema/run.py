@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ascendflow.schema.base import Spec
 
@@ -16,7 +17,9 @@ class RunOptions(Spec):
         mode: ``auto`` (serve when the plan's hardware is on this machine, else plan only), ``plan``, ``serve``,
             ``offline``, ``capacity`` (serve, then search the highest load meeting the ``slo`` option; the engine
             starts once, see :mod:`ascendflow.capacity`), ``rehearse`` (run a multi-node plan's own launch scripts
-            here, one process group per node, on the CPU engine with a tiny model; see docs/rehearsal.md).
+            here, one process group per node, on the CPU engine with a tiny model; see docs/rehearsal.md), ``attach``
+            (benchmark, or capacity-search with ``attach_capacity``, a deployment already running at ``server_url``,
+            started by the plan's own launch scripts; nothing is started here; see docs/attach.md).
         host: address the server binds for a local run.
         port: server port for a local run; ``None`` picks a free one. Launch scripts use ``launch_port``.
         launch_port: port written into launch scripts for target nodes.
@@ -33,11 +36,16 @@ class RunOptions(Spec):
             give it to vLLM as ``VLLM_API_KEY`` (read like ``--api-key``, ``vllm/entrypoints/serve/middleware/
             register.py``) and the benchmark client sends it (``OPENAI_API_KEY``); its value is never written.
             ``None``: no key (local runs bind ``host``, 127.0.0.1 by default).
+        server_url: base URL of a running deployment for ``run.mode=attach``, as vLLM's benchmark client takes it
+            (``vllm bench serve --base-url``): ``http(s)://host:port``, without ``/v1`` and without credentials (the
+            key comes from ``api_key_env``). Only read by ``run.mode=attach``.
+        attach_capacity: ``run.mode=attach`` searches the SLO capacity (the ``slo`` option, as ``run.mode=capacity``)
+            instead of one benchmark of the workload.
         profile: profile the benchmark window of a served run with vLLM's torch profiler (trace and top operators
             in ``<run dir>/profile``; see :mod:`ascendflow.profiling`).
     """
 
-    mode: Literal["auto", "plan", "serve", "offline", "capacity", "rehearse"] = "auto"
+    mode: Literal["auto", "plan", "serve", "offline", "capacity", "rehearse", "attach"] = "auto"
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535)
     launch_port: int = Field(default=8000, ge=1, le=65535)
@@ -47,4 +55,18 @@ class RunOptions(Spec):
     slo_p99_ttft_ms: float | None = Field(default=None, gt=0)
     max_failed_fraction: float = Field(default=0.0, ge=0, le=1)
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+    server_url: str | None = None
+    attach_capacity: bool = False
     profile: bool = False
+
+    @field_validator("server_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is not None and not BASE_URL.fullmatch(value):
+            raise ValueError("is not a server's base URL: give http(s)://host:port as vllm bench serve --base-url "
+                             "takes it, with no credentials in it (the key goes in the variable run.api_key_env names)")
+        return value
+
+
+#: A server's base URL: scheme, host[:port], an optional path; no userinfo (``user:key@``), no spaces.
+BASE_URL = re.compile(r"https?://[^\s/@]+(/[^\s@]*)?")

@@ -1,0 +1,140 @@
+"""Fitting the NPU step model's constants (:class:`~ascendflow.perfmodel.npu.NpuConstants`) to measured runs, and
+the calibration file that holds them. Pure: rows in, constants, errors and file text out (the callers read runs and
+write files: ``benchmarks/fit_npu_perf.py`` on public rows, ``python -m ascendflow.perfmodel.fit`` on MLflow runs).
+
+Fit: least squares on ``log(predicted / measured)`` over every measured figure of every row
+(``scipy.optimize.least_squares``, trust-region reflective), in the log of each fitted constant, within the
+physical bounds of :data:`FITTED`; the rest of the constants stay as given.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from ascendflow.perfmodel.npu import NpuConstants, npu_step_model
+from ascendflow.perfmodel.predict import predict_metrics
+from ascendflow.schema.workload import WorkloadSpec
+
+#: Measured figures a row may carry (vLLM benchmark names): output tokens/s, median TPOT and TTFT (ms).
+METRICS = ("output_throughput", "median_tpot_ms", "median_ttft_ms")
+#: Fitted constants and their bounds (physical: efficiencies in (0, 1], overheads of µs to 100s of ms).
+FITTED: dict[str, tuple[float, float]] = {
+    "gemm_efficiency": (0.05, 1.0), "memory_efficiency": (0.05, 1.0), "step_overhead_s": (1e-4, 0.2),
+    "eager_layer_overhead_s": (1e-6, 5e-3), "collective_latency_s": (1e-6, 2e-3)}
+#: Where a fit of the public rows starts (``benchmarks/fit_npu_perf.py``); the fixed constants' sources are in
+#: :data:`MEANING`.
+START = NpuConstants(gemm_efficiency=0.6, memory_efficiency=0.6, step_overhead_s=0.01, eager_layer_overhead_s=3e-4,
+                     collective_latency_s=5e-5, hccs_bandwidth_gbps=126.0, internode_bandwidth_gbps=25.0,
+                     mtp_accept_length=1.85)
+#: Meaning (and source, for the fixed ones) of each constant, written beside it in a calibration file.
+MEANING = {
+    "gemm_efficiency": "fitted: achieved fraction of the cube peak (hardware peak_tflops_bf16; x2 for int8 "
+                       "activations) by GEMMs, grouped MoE GEMMs and prefill attention when compute-bound",
+    "memory_efficiency": "fitted: achieved fraction of HBM bandwidth (memory_bandwidth_gbps) streaming weights, "
+                         "KV cache and activations",
+    "step_overhead_s": "fitted: per-step host time (s): scheduling, input preparation, sampling, output processing",
+    "eager_layer_overhead_s": "fitted: host launch time per decoder layer (s) of a step not replayed as a full graph",
+    "collective_latency_s": "fitted: fixed latency (s) of one HCCL collective (all-reduce, dispatch, combine)",
+    "hccs_bandwidth_gbps": "fixed: HCCS bus bandwidth per device (GB/s) for ring collectives inside a node; 72 GB/s "
+                           "algorithm bandwidth of an 8-card HCCL all_reduce on 910B (gameofdimension/limulidae "
+                           "README, CANN 8.0.0.beta1) x 2(n-1)/n = 126 (inferred: the README does not say algbw)",
+    "internode_bandwidth_gbps": "fixed: RoCE bandwidth per device across nodes (GB/s): one 200 Gb/s port per NPU "
+                                "(Atlas 800I A2 / A3 server specifications), 25 GB/s",
+    "mtp_accept_length": "fixed default: mean tokens emitted per decode step with one MTP token; DeepSeek-V3 "
+                         "report (arXiv 2412.19437 s5.4.3): 85-90 % acceptance of the second token -> 1.85",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured run: its plan (``plan.json`` data), hardware option (peak figures), workload, quantization
+    option, and measured figures (a subset of :data:`METRICS`)."""
+
+    id: str
+    plan: Mapping[str, Any]
+    hardware: Mapping[str, Any]
+    workload: WorkloadSpec
+    quantization: Mapping[str, Any] | None
+    measured: Mapping[str, float]
+
+
+def predicted(row: Row, constants: NpuConstants) -> dict[str, float]:
+    """The row's workload simulated on its plan with the NPU step model at ``constants`` (vLLM benchmark names;
+    :func:`~ascendflow.perfmodel.predict.predict_metrics`, every DP rank simulated)."""
+    step = npu_step_model(row.plan, row.hardware, constants, row.quantization)
+    return predict_metrics(row.plan, row.workload, step)
+
+
+def with_values(base: NpuConstants, values: Sequence[float]) -> NpuConstants:
+    """``base`` with the :data:`FITTED` constants set to ``exp(values)`` (the fit works in their logs)."""
+    return replace(base, **{k: float(math.exp(v)) for k, v in zip(FITTED, values)})
+
+
+def log_residuals(rows: Sequence[Row], constants: NpuConstants) -> list[float]:
+    """``log(predicted / measured)`` for every measured figure of every row (predictions floored at 1e-9)."""
+    out = []
+    for row in rows:
+        pred = predicted(row, constants)
+        out += [math.log(max(pred[m], 1e-9) / v) for m, v in row.measured.items()]
+    return out
+
+
+def fit_constants(rows: Sequence[Row], start: NpuConstants = START, max_nfev: int = 60) -> NpuConstants:
+    """The :data:`FITTED` constants that minimise the squared log errors over ``rows``, from ``start`` (clipped
+    into the bounds); the other constants stay ``start``'s.
+
+    Raises:
+        ValueError: no row has a measured figure.
+    """
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    if not any(row.measured for row in rows):
+        raise ValueError("no measured figure to fit")
+    lo = np.log([b[0] for b in FITTED.values()])
+    hi = np.log([b[1] for b in FITTED.values()])
+    x0 = np.clip(np.log([getattr(start, k) for k in FITTED]), lo + 1e-6, hi - 1e-6)
+    res = least_squares(lambda x: np.array(log_residuals(rows, with_values(start, x))), x0, bounds=(lo, hi),
+                        diff_step=0.05, max_nfev=max_nfev, x_scale=1.0)
+    return with_values(start, res.x)
+
+
+def errors(pairs: Mapping[str, Sequence[tuple[float, float]]]) -> dict[str, Any]:
+    """Per metric of ``pairs`` (``{metric: [(predicted, measured)]}``): MAPE (%), median signed error (%) and row
+    count; with 3 or more output-throughput pairs, their Spearman rank correlation."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    out: dict[str, Any] = {}
+    for m, ps in pairs.items():
+        if ps:
+            e = [(p - v) / v * 100 for p, v in ps]
+            out[m] = {"mape_percent": round(float(np.mean(np.abs(e))), 1),
+                      "median_signed_percent": round(float(np.median(e)), 1), "rows": len(ps)}
+    tput = pairs.get("output_throughput") or []
+    if len(tput) >= 3:
+        out["spearman_output_throughput"] = round(float(spearmanr([p for p, _ in tput], [v for _, v in tput])[0]), 3)
+    return out
+
+
+def error_table(rows: Sequence[Row], constants: NpuConstants) -> dict[str, Any]:
+    """:func:`errors` of the rows' predictions at ``constants`` against their measurements."""
+    preds = {row.id: predicted(row, constants) for row in rows}
+    return errors({m: [(preds[r.id][m], r.measured[m]) for r in rows if m in r.measured] for m in METRICS})
+
+
+def calibration_text(hardware: str, constants: NpuConstants, header: Sequence[str], fit: Mapping[str, Any],
+                     measured_error: Mapping[str, Any]) -> str:
+    """A calibration file (:mod:`ascendflow.perfmodel.calibration`): ``header`` comment lines, ``hardware``, the
+    constants with their :data:`MEANING`, the ``fit`` facts and the ``measured_error`` tables (per model class, or
+    ``all``) that label predictions."""
+    lines = [f"# {h}" for h in header] + [f"hardware: {hardware}", "constants:"]
+    lines += [f"  {k}: {v:.6g}   # {MEANING[k]}" for k, v in asdict(constants).items()]
+    lines.append("fit:")
+    lines += [f"  {k}: {json.dumps(v)}" for k, v in fit.items()]
+    lines.append("measured_error:")
+    lines += [f"  {cls}: {json.dumps(table)}" for cls, table in measured_error.items()]
+    return "\n".join(lines) + "\n"
