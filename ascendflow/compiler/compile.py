@@ -350,6 +350,12 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                                  logged_tokens=rules.logged_kv_tokens)
 
         kv = stage_kv(kv_bytes)
+        if kv.mamba_page_bytes is not None and mamba_ssm_cache_dtype(rules, hw, host_avx512_bf16) == "float32":
+            note = (f"{hw.software} stores the Mamba SSM state in float32 on an AVX512-BF16 host (hardware.avx512_bf16"
+                    f" or this machine's CPU flags; vllm/platforms/cpu.py check_and_update_config): attention block "
+                    f"{kv.block_size} tokens")
+            if note not in warnings:
+                warnings.append(note)
         if rules.kv_multi_group_scaling and explicit_kv is None:
             scaled = multi_group_scaled_bytes(kv_bytes, kv.groups)
             if scaled != kv_bytes:
