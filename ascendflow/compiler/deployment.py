@@ -37,7 +37,7 @@ KV_ROLE = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                        host_memory_bytes: int | None = None, host_amx: bool = True,
-                       checkpoint: CheckpointInventory | None = None) -> Plan:
+                       host_avx512_bf16: bool = True, checkpoint: CheckpointInventory | None = None) -> Plan:
     """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_plan`) or PD-disaggregated.
 
     A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args``/``serve_command`` are the decode role's
@@ -48,7 +48,8 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
     Raises:
         ConfigError: every refusal of :func:`compile_plan` per role, and the PD consistency and sizing checks.
     """
-    kwargs = dict(model_path=model_path, host_memory_bytes=host_memory_bytes, host_amx=host_amx, checkpoint=checkpoint)
+    kwargs = dict(model_path=model_path, host_memory_bytes=host_memory_bytes, host_amx=host_amx,
+                  host_avx512_bf16=host_avx512_bf16, checkpoint=checkpoint)
     if not spec.pd.enabled:
         return compile_plan(spec, arch, **kwargs)
     pd, hw = spec.pd, spec.hardware

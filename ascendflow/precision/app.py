@@ -141,14 +141,15 @@ def _measure(spec, prec: dict[str, Any], run_dir: Path, say) -> dict[str, Any]:
     from ascendflow.compiler import compile_plan
     from ascendflow.models.resolve import resolve_model
     from ascendflow.precision.tokens import check_same_tokenizer, load_tokenizer, prompt_ids, text_ids
-    from ascendflow.runner.detect import cpu_has_amx, cpu_node_memory_bytes, hardware_present
+    from ascendflow.runner.detect import cpu_has_amx, cpu_has_avx512_bf16, cpu_node_memory_bytes, hardware_present
 
     if not hardware_present(spec.hardware):
         raise ConfigError("hardware", spec.hardware.name, "the precision report runs both engines on this machine; "
                                                           "use hardware=cpu here")
     model = resolve_model(spec.model, need_weights=True, progress=say)
     plan = compile_plan(spec, model.architecture, model_path=model.path, host_memory_bytes=cpu_node_memory_bytes()
-                        if spec.hardware.kind == "cpu" else None, host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
+                        if spec.hardware.kind == "cpu" else None, host_amx=cpu_has_amx(),
+                        host_avx512_bf16=cpu_has_avx512_bf16(), checkpoint=model.checkpoint)
     quant = model.checkpoint.quant_type if model.checkpoint else None
     ref_dir, ref_choice = _reference_dir(prec, model.path, quant)
     ref_dtype = prec["reference"]["dtype"] or _checkpoint_dtype(ref_dir)

