@@ -9,7 +9,7 @@ from ascendflow.compiler import Plan
 from ascendflow.modes.base import Job, Mode, Outcome
 from ascendflow.rehearsal.job import check_rehearsable, rehearsal_plan
 from ascendflow.rehearsal.nodes import argv_diff, rehearse
-from ascendflow.rehearsal.pd_nodes import rehearse_pd
+from ascendflow.rehearsal.pd_nodes import kv_store_dir, rehearse_pd
 from ascendflow.rehearsal.pd_scale import swap_connector
 from ascendflow.runner.artifacts import write_plan
 from ascendflow.runner.versions import verify_installed
@@ -45,7 +45,7 @@ class RehearseMode(Mode):
             with console.step("rehearsal plan (tiny model, CPU engine)") as update:
                 rspec, rplan = rehearsal_plan(job.raw, plan, update)
             if rplan.roles is not None:  # PD: the CPU engine's KV connector in place of the plan's
-                rplan = swap_connector(rplan, str(job.run_dir / "rehearsal" / "kv_store"))
+                rplan = swap_connector(rplan, str(kv_store_dir(job.run_dir)))
             write_plan(rplan, job.run_dir / "rehearsal")
             (job.run_dir / "rehearsal" / "argv_diff.txt").write_text(argv_diff(plan, rplan))
             job.tracked.set_tags({"rehearsal_of": plan.plan_hash, "rehearsal.recipe": job.recipe or "",
