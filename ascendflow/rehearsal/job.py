@@ -27,7 +27,7 @@ def check_rehearsable(plan: Plan) -> None:
     """Refuse (``ConfigError``) a plan that cannot be rehearsed here: see :func:`refuse_unrehearsable`."""
     ray = plan.launcher == "ray" and importlib.util.find_spec("ray") is not None
     refuse_unrehearsable(plan.target.nodes, plan.launcher, ray, cpu_ray_device_key() if ray else "",
-                         pd=plan.roles is not None)
+                         pd_engines=len(plan.workers) if plan.roles is not None else 0)
 
 
 def rehearsal_plan(raw: dict[str, Any], plan: Plan, progress: Callable[[str], None]) -> tuple[RunSpec, Plan]:

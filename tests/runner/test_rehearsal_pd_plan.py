@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ascendflow.compiler import compile_plan
 from ascendflow.compiler.launch.pd_scripts import pd_launch_scripts
 from ascendflow.models.resolve import resolve_model
@@ -13,7 +15,7 @@ from ascendflow.rehearsal.nodes import argv_diff
 from ascendflow.rehearsal.pd_evidence import consumer_lines, decode_evidence, metric_sum, prefill_evidence
 from ascendflow.rehearsal.pd_proxy import decode_request, prefill_request
 from ascendflow.rehearsal.pd_scale import swap_connector
-from ascendflow.schema import load_spec
+from ascendflow.schema import ConfigError, load_spec
 from tests.conftest import compose_config
 
 
@@ -84,3 +86,15 @@ def test_evidence_parsers_read_whole_values():
     assert decode_evidence(METRICS, consumer_lines(LOG)) == {
         "pd.decode_requests": 9.0, "pd.decode_external_kv_hit_tokens": 384.0, "pd.decode_kv_transfer_tokens": 384.0,
         "pd.decode_connector_hits": 1.0, "pd.decode_connector_injected_tokens": 192.0}
+
+
+def test_multi_node_pd_rehearsal_keeps_nodes_and_a_large_one_is_refused():
+    plan, rehearsed = _plans("qwen3_235b_pd_1p1d")
+    assert (plan.target.nodes, rehearsed.target.nodes) == (2, 2)
+    assert [(w.node_rank, w.command[w.command.index("--port") + 1]) for w in rehearsed.workers] == [
+        (w.node_rank, w.command[w.command.index("--port") + 1]) for w in plan.workers]
+    raw = compose_config(["+recipe=deepseek_r1_pd_2p1d"])
+    spec = load_spec(raw)
+    big = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path=spec.model.id)
+    with pytest.raises(ConfigError, match=r"the PD plan starts 36 engines; a rehearsal here runs at most 4"):
+        check_rehearsable(big)
