@@ -51,9 +51,9 @@ def prefill_evidence(metrics: str) -> dict[str, float]:
 
 
 def decode_evidence(metrics: str, log: str) -> dict[str, float]:
-    """From the decode instance's ``/metrics`` and its KV-consumer log lines (:func:`consumer_lines`): ``pd.decode_requests``, ``pd.decode_external_kv_hit_tokens`` (``/metrics``), ``pd.decode_kv_transfer_tokens``
-    (prompt tokens by source ``external_kv_transfer``), ``pd.decode_connector_hits`` and
-    ``pd.decode_connector_injected_tokens`` (the connector's log lines)."""
+    """From the decode instance's ``/metrics``: ``pd.decode_requests``, ``pd.decode_external_kv_hit_tokens``,
+    ``pd.decode_kv_transfer_tokens`` (prompt tokens by source ``external_kv_transfer``); from its KV-consumer log
+    lines (:func:`consumer_lines`): ``pd.decode_connector_hits`` and ``pd.decode_connector_injected_tokens``."""
     return {"pd.decode_requests": metric_sum(metrics, "vllm:request_success_total"),
             "pd.decode_external_kv_hit_tokens": metric_sum(metrics, "vllm:external_prefix_cache_hits_total"),
             "pd.decode_kv_transfer_tokens": metric_sum(metrics, "vllm:prompt_tokens_by_source_total",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import socket
 import tempfile
 import time
 import urllib.request
@@ -30,6 +31,7 @@ from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.local import run_bench_client
 from ascendflow.runner.process import ManagedProcess
 from ascendflow.runner.server import EngineStartError, engine_failure, healthy
+from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
 
 Status = Callable[[str], None]
@@ -50,6 +52,21 @@ def write_proxy_dir(proxy_dir: Path) -> None:
     for script in PROXY_SCRIPTS.values():
         (proxy_dir / script).write_text(f"import sys\nsys.path.insert(0, {root.as_posix()!r})\n"
                                         "from ascendflow.rehearsal.pd_proxy import main\nmain()\n")
+
+
+def busy_ports(plan: Plan) -> list[tuple[str, int]]:
+    """``(key, port)`` of every API port of the roles and the proxy's port that is in use on 127.0.0.1 now (the
+    rehearsal keeps the plan's ports)."""
+    ports = [(f"pd.{name}.api_port", port) for name, role in plan.roles.items() for _, port in role.endpoints]
+    ports.append(("pd.proxy.port", plan.proxy.port))
+    busy = []
+    for key, port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((LOCAL_IP, port))
+            except OSError:
+                busy.append((key, port))
+    return busy
 
 
 def _get(url: str) -> str:
@@ -89,9 +106,15 @@ def rehearse_pd(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dic
         proxy answered), "port" (the proxy's), "engine_metrics" (the ``pd.*`` evidence)}``.
 
     Raises:
+        ConfigError: one of the plan's API ports or the proxy's port is in use here (nothing started).
         EngineStartError: a node or the proxy exited before the end, or an endpoint was not healthy within
             ``run.health_timeout_s``.
     """
+    if busy := busy_ports(plan):
+        key, port = busy[0]
+        raise ConfigError(key, port, f"port {port} is in use on this machine and a PD rehearsal keeps the plan's "
+                                     f"ports (in use: {', '.join(str(p) for _, p in busy)}); stop what listens there "
+                                     f"or give the rehearsal another port ({key}=...)")
     base = run_dir / "rehearsal"
     bin_dir, proxy_dir = base / "bin", base / "proxy"
     write_shim(bin_dir)

@@ -13,6 +13,7 @@ from ascendflow.models.resolve import resolve_model
 from ascendflow.rehearsal.job import check_rehearsable, rehearsal_plan
 from ascendflow.rehearsal.nodes import argv_diff
 from ascendflow.rehearsal.pd_evidence import consumer_lines, decode_evidence, metric_sum, prefill_evidence
+from ascendflow.rehearsal.pd_nodes import busy_ports
 from ascendflow.rehearsal.pd_proxy import decode_request, prefill_request
 from ascendflow.rehearsal.pd_scale import swap_connector
 from ascendflow.schema import ConfigError, load_spec
@@ -68,9 +69,9 @@ vllm:external_prefix_cache_hits_total{engine="0",model_name="m"} 384.0
 vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_compute"} 120.0
 vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="external_kv_transfer"} 384.0
 """
-LOG = """(EngineCore pid=11) INFO x [example_connector.py:107] KVTransferConfig(kv_connector='ExampleConnector', kv_role='kv_producer')
-(EngineCore pid=22) INFO x [example_connector.py:107] KVTransferConfig(kv_connector='ExampleConnector', kv_role='kv_consumer')
-(Worker pid=23) INFO x [example_connector.py:107] KVTransferConfig(kv_connector='ExampleConnector', kv_role='kv_consumer')
+LOG = """(EngineCore pid=11) INFO x [example_connector.py:107] KVTransferConfig(kv_role='kv_producer')
+(EngineCore pid=22) INFO x [example_connector.py:107] KVTransferConfig(kv_role='kv_consumer')
+(Worker pid=23) INFO x [example_connector.py:107] KVTransferConfig(kv_role='kv_consumer')
 (EngineCore pid=11) INFO x [example_connector.py:292] External Cache Hit!
 (EngineCore pid=22) INFO x [example_connector.py:292] External Cache Hit!
 (Worker pid=23) INFO x [example_connector.py:171] Inject KV cache of 64 tokens to the paged memory
@@ -98,3 +99,16 @@ def test_multi_node_pd_rehearsal_keeps_nodes_and_a_large_one_is_refused():
     big = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path=spec.model.id)
     with pytest.raises(ConfigError, match=r"the PD plan starts 36 engines; a rehearsal here runs at most 4"):
         check_rehearsable(big)
+
+
+def test_busy_plan_port_is_named():
+    import socket
+
+    _, rehearsed = _plans("qwen3_8b_pd_single_node")
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", 13701))
+        except OSError:
+            pytest.skip("port 13701 is taken by another process here")
+        s.listen()
+        assert busy_ports(rehearsed) == [("pd.decode.api_port", 13701)]
