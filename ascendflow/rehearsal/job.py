@@ -26,7 +26,8 @@ def cpu_ray_device_key() -> str:
 def check_rehearsable(plan: Plan) -> None:
     """Refuse (``ConfigError``) a plan that cannot be rehearsed here: see :func:`refuse_unrehearsable`."""
     ray = plan.launcher == "ray" and importlib.util.find_spec("ray") is not None
-    refuse_unrehearsable(plan.target.nodes, plan.launcher, ray, cpu_ray_device_key() if ray else "")
+    refuse_unrehearsable(plan.target.nodes, plan.launcher, ray, cpu_ray_device_key() if ray else "",
+                         pd_engines=len(plan.workers) if plan.roles is not None else 0)
 
 
 def rehearsal_plan(raw: dict[str, Any], plan: Plan, progress: Callable[[str], None]) -> tuple[RunSpec, Plan]:

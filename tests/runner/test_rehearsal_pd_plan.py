@@ -1,0 +1,114 @@
+"""A PD plan's rehearsal (no engine): the PD shape and ports kept, the connector swapped, the proxy's protocol, and
+the evidence parsers (docs/rehearsal.md, docs/pd.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ascendflow.compiler import compile_plan
+from ascendflow.compiler.launch.pd_scripts import pd_launch_scripts
+from ascendflow.models.resolve import resolve_model
+from ascendflow.rehearsal.job import check_rehearsable, rehearsal_plan
+from ascendflow.rehearsal.nodes import argv_diff
+from ascendflow.rehearsal.pd_evidence import consumer_lines, decode_evidence, metric_sum, prefill_evidence
+from ascendflow.rehearsal.pd_nodes import busy_ports
+from ascendflow.rehearsal.pd_proxy import decode_request, prefill_request
+from ascendflow.rehearsal.pd_scale import swap_connector
+from ascendflow.schema import ConfigError, load_spec
+from tests.conftest import compose_config
+
+
+def _plans(recipe: str):
+    raw = compose_config([f"+recipe={recipe}"])
+    spec = load_spec(raw)
+    model = resolve_model(spec.model, need_weights=False)
+    plan = compile_plan(spec, model.architecture, model_path=spec.model.path or spec.model.id)
+    check_rehearsable(plan)  # a single-node PD plan is rehearsable
+    return plan, rehearsal_plan(raw, plan, lambda _: None)[1]
+
+
+def test_single_node_pd_rehearsal_keeps_shape_and_ports_and_swaps_the_connector():
+    plan, rehearsed = _plans("qwen3_8b_pd_single_node")
+    assert (rehearsed.launcher, rehearsed.target.nodes, rehearsed.target.hardware) == (
+        "pd-MooncakeConnectorV1", 1, "cpu")
+    assert [p for r in rehearsed.roles.values() for _, p in r.endpoints] == [13700, 13701]
+    assert rehearsed.proxy.port == plan.proxy.port == 8080
+    swapped = swap_connector(rehearsed, "/tmp/kv")
+    assert swapped.plan_hash == rehearsed.plan_hash
+    configs = [json.loads(w.command[w.command.index("--kv-transfer-config") + 1]) for w in swapped.workers]
+    assert configs == [
+        {"kv_connector": "ExampleConnector", "kv_role": "kv_producer", "kv_port": 30000, "engine_id": "prefill0",
+         "kv_connector_extra_config": {"shared_storage_path": "/tmp/kv"}},
+        {"kv_connector": "ExampleConnector", "kv_role": "kv_consumer", "kv_port": 30100, "engine_id": "decode0",
+         "kv_connector_extra_config": {"shared_storage_path": "/tmp/kv"}}]
+    node0 = pd_launch_scripts(swapped)["node0.sh"]
+    assert node0.count("--kv-cache-memory-bytes 134217728") == 2 and node0.count("--port 1370") == 2
+    assert "MooncakeConnectorV1" not in node0 and "ASCEND_RT_VISIBLE_DEVICES" not in node0
+    diff = argv_diff(plan, swapped).splitlines()
+    assert diff.count("--- original/node0 (%s)" % plan.plan_hash) == 2
+    assert "+--kv-cache-memory-bytes" in diff and "-FULL_DECODE_ONLY" not in diff  # compilation config dropped whole
+
+
+def test_proxy_requests_follow_the_load_balance_proxy():
+    body = {"model": "m", "prompt": "hi", "max_tokens": 16, "stream": True, "stream_options": {"include_usage": True}}
+    assert prefill_request(body) == {
+        "model": "m", "prompt": "hi", "max_tokens": 1, "min_tokens": 1, "stream": False,
+        "kv_transfer_params": {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
+                               "remote_block_ids": None, "remote_host": None, "remote_port": None}}
+    assert decode_request(body, {"kv_transfer_params": None}) == body
+    assert decode_request(body, {"kv_transfer_params": {"a": 1}}) == {**body, "kv_transfer_params": {"a": 1}}
+
+
+METRICS = """# HELP vllm:request_success_total Count
+vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 8.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 1.0
+vllm:generation_tokens_total{engine="0",model_name="m"} 9.0
+vllm:external_prefix_cache_hits_total{engine="0",model_name="m"} 384.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_compute"} 120.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="external_kv_transfer"} 384.0
+"""
+LOG = """(EngineCore pid=11) INFO x [example_connector.py:107] KVTransferConfig(kv_role='kv_producer')
+(EngineCore pid=22) INFO x [example_connector.py:107] KVTransferConfig(kv_role='kv_consumer')
+(Worker pid=23) INFO x [example_connector.py:107] KVTransferConfig(kv_role='kv_consumer')
+(EngineCore pid=11) INFO x [example_connector.py:292] External Cache Hit!
+(EngineCore pid=22) INFO x [example_connector.py:292] External Cache Hit!
+(Worker pid=23) INFO x [example_connector.py:171] Inject KV cache of 64 tokens to the paged memory
+(Worker pid=23) INFO x [example_connector.py:171] Inject KV cache of 128 tokens to the paged memory
+"""
+
+
+def test_evidence_parsers_read_whole_values():
+    assert metric_sum(METRICS, "vllm:request_success_total") == 9.0
+    assert metric_sum(METRICS, "vllm:request_success_total", finished_reason="length") == 8.0
+    assert prefill_evidence(METRICS) == {"pd.prefill_requests": 9.0, "pd.prefill_generation_tokens": 9.0}
+    assert consumer_lines(LOG).count("\n") == 4  # 5 lines of pids 22 and 23
+    assert decode_evidence(METRICS, consumer_lines(LOG)) == {
+        "pd.decode_requests": 9.0, "pd.decode_external_kv_hit_tokens": 384.0, "pd.decode_kv_transfer_tokens": 384.0,
+        "pd.decode_connector_hits": 1.0, "pd.decode_connector_injected_tokens": 192.0}
+
+
+def test_multi_node_pd_rehearsal_keeps_nodes_and_a_large_one_is_refused():
+    plan, rehearsed = _plans("qwen3_235b_pd_1p1d")
+    assert (plan.target.nodes, rehearsed.target.nodes) == (2, 2)
+    assert [(w.node_rank, w.command[w.command.index("--port") + 1]) for w in rehearsed.workers] == [
+        (w.node_rank, w.command[w.command.index("--port") + 1]) for w in plan.workers]
+    raw = compose_config(["+recipe=deepseek_r1_pd_2p1d"])
+    spec = load_spec(raw)
+    big = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path=spec.model.id)
+    with pytest.raises(ConfigError, match=r"the PD plan starts 36 engines; a rehearsal here runs at most 4"):
+        check_rehearsable(big)
+
+
+def test_busy_plan_port_is_named():
+    import socket
+
+    _, rehearsed = _plans("qwen3_8b_pd_single_node")
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", 13701))
+        except OSError:
+            pytest.skip("port 13701 is taken by another process here")
+        s.listen()
+        assert busy_ports(rehearsed) == [("pd.decode.api_port", 13701)]
