@@ -27,8 +27,6 @@ def test_capacity_sweep_prunes_by_prediction_then_ranks_the_measured_configs(tmp
                            "slo.p99_ttft_ms=20000", "slo.p99_tpot_ms=2000"], cwd=tmp_path,
                           env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert ("capacity sweep: measuring 2 of 3 configs (slo.measure_top=2, by predicted capacity): "
-            "engine.max_num_seqs=8 (") in proc.stderr
     runs = mlflow_runs(mlflow_uri)
     parent = next(r for r in runs if r.data.tags.get("ascendflow.sweep") == "parent")
     kids = {r.data.tags["mlflow.runName"]: r for r in runs if r is not parent}
@@ -36,6 +34,10 @@ def test_capacity_sweep_prunes_by_prediction_then_ranks_the_measured_configs(tmp
     pruned, children = kids["engine.max_num_seqs=1"], [kids["engine.max_num_seqs=2"], kids["engine.max_num_seqs=8"]]
     predicted = [k.data.metrics["predicted_capacity_rps"] for k in (pruned, *children)]
     assert predicted == sorted(predicted) and predicted[0] < predicted[1]
+    # The decision, on one line before any job runs: the measured configs in sweep order.
+    assert ("capacity sweep: measuring 2 of 3 configs (slo.measure_top=2, by predicted capacity): "
+            f"engine.max_num_seqs=2 ({predicted[1]:.2f} req/s); engine.max_num_seqs=8 ({predicted[2]:.2f} req/s)"
+            ) in proc.stderr
     # The pruned config: its plan and prediction, no engine, no measurement.
     assert pruned.info.status == "FINISHED" and pruned.data.tags["capacity.pruned"] == "true"
     assert pruned.data.tags["capacity.pruned_reason"] == (
