@@ -104,7 +104,7 @@ def test_ray_sweep_serves_two_jobs_one_at_a_time_in_ray_workers(tmp_path):
         sweep = subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=tmp_path, env=env, text=True,
                                  stdout=out_f, stderr=err_f)
         seen: set[str] = set()  # what the leftover check below finds while the sweep runs
-        deadline = time.monotonic() + 400
+        deadline = time.monotonic() + 900
         while sweep.poll() is None and time.monotonic() < deadline:
             seen |= {line.split(" ", 1)[1] for line in engine_processes(tmp_path)}
             time.sleep(2)
@@ -142,7 +142,7 @@ def test_ray_sweep_serves_two_jobs_one_at_a_time_in_ray_workers(tmp_path):
 def test_submitit_local_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_path):
     before = cluster_processes(tmp_path)
     proc = run_ascendflow(["-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=3", *SWEEP],
-                          cwd=tmp_path, timeout=170)
+                          cwd=tmp_path, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(list(tmp_path.glob("outputs/multirun/*/*/.submitit/*/*_submitted.pkl"))) == 2
     check_sweep(tmp_path, before)
@@ -162,7 +162,7 @@ def test_ray_sweep_on_a_local_sqlite_store_is_refused_before_anything_starts(tmp
 
 def test_single_run_starts_and_stops_its_own_tracking_server(tmp_path):
     before = cluster_processes(tmp_path)
-    proc = run_ascendflow(["tracking=server", "run.mode=plan"], cwd=tmp_path, timeout=120)
+    proc = run_ascendflow(["tracking=server", "run.mode=plan"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert cluster_processes(tmp_path) == before
     with TrackingServer(TrackingSpec(), tmp_path / "outputs") as server:
