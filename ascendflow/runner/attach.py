@@ -44,9 +44,10 @@ def base_url(spec: RunSpec) -> str:
     return url
 
 
-def served_models(url: str, api_key: str | None, key_env: str | None) -> list[str]:
-    """The model names the deployment at ``url`` serves (``GET /v1/models``, OpenAI's list, which vLLM's API key
-    check guards like every ``/v1`` path: ``vllm/entrypoints/openai/api_server.py`` ``AuthenticationMiddleware``).
+def served_models(url: str, api_key: str | None, key_env: str | None) -> dict[str, int | None]:
+    """The models the deployment at ``url`` serves, by name, with each one's ``max_model_len`` in tokens
+    (:func:`model_cards` of ``GET /v1/models``, OpenAI's list, which vLLM's API key check guards like every ``/v1``
+    path: ``vllm/entrypoints/openai/api_server.py`` ``AuthenticationMiddleware``).
 
     Raises:
         ConfigError: nothing answers at ``url`` (``run.server_url``); the server refused the key, HTTP 401
@@ -72,26 +73,54 @@ def served_models(url: str, api_key: str | None, key_env: str | None) -> list[st
         raise ConfigError("run.server_url", url, f"no vLLM server answers there ({reason}); start the deployment "
                                                  "with the plan's launch/node0.sh (or fix the URL)") from None
     try:
-        return [str(m["id"]) for m in body["data"]]
-    except (KeyError, TypeError):
+        return model_cards(body)
+    except (KeyError, TypeError, ValueError):
         raise ConfigError("run.server_url", url, "GET /v1/models did not answer OpenAI's model list; give the base "
                                                  "URL of a vLLM OpenAI-compatible server (vllm serve)") from None
 
 
-def check_deployment(plan: Plan, spec: RunSpec, api_key: str | None) -> str:
-    """The deployment at ``run.server_url`` answers, accepts the key and serves the plan's model under the plan's
-    name (``--served-model-name``, the model's id); returns its base URL.
+def model_cards(body: Any) -> dict[str, int | None]:
+    """``{model id: max_model_len}`` of a ``GET /v1/models`` body: vLLM's ``ModelList`` of ``ModelCard`` s
+    (``vllm/entrypoints/serve/engine/protocol.py``, filled by ``vllm/entrypoints/openai/models/serving.py``
+    ``show_available_models`` with the engine's ``model_config.max_model_len``, vLLM 0.32.0); ``None`` where a card
+    has no ``max_model_len`` (an OpenAI-compatible server that is not vLLM).
 
     Raises:
-        ConfigError: see :func:`base_url` and :func:`served_models`; the server serves other models (``model.id``).
+        KeyError, TypeError, ValueError: ``body`` is not OpenAI's model list.
+    """
+    return {str(m["id"]): (None if m.get("max_model_len") is None else int(m["max_model_len"]))
+            for m in body["data"]}
+
+
+def check_max_model_len(url: str, planned: int, served: int | None) -> None:
+    """The deployment serves the plan's context length: ``served`` (its model card's ``max_model_len``, tokens;
+    ``None``: not reported, nothing to compare) equals ``planned`` (the plan's ``--max-model-len``).
+
+    Raises:
+        ConfigError: they differ (``engine.max_model_len``): the measurement would be recorded under another plan.
+    """
+    if served is not None and served != planned:
+        raise ConfigError("engine.max_model_len", planned,
+                          f"the server at {url} serves max_model_len {served}; attach to the deployment this plan "
+                          f"describes, or set engine.max_model_len={served}")
+
+
+def check_deployment(plan: Plan, spec: RunSpec, api_key: str | None) -> str:
+    """The deployment at ``run.server_url`` answers, accepts the key and serves the plan's model under the plan's
+    name (``--served-model-name``, the model's id) with the plan's ``max_model_len``; returns its base URL.
+
+    Raises:
+        ConfigError: see :func:`base_url`, :func:`served_models` and :func:`check_max_model_len`; the server serves
+            other models (``model.id``).
     """
     url = base_url(spec)
-    names = served_models(url, api_key, spec.run.api_key_env)
+    cards = served_models(url, api_key, spec.run.api_key_env)
     wanted = str(plan.model["id"])
-    if wanted not in names:
-        raise ConfigError("model.id", wanted, f"the server at {url} serves {names}, not the plan's model; attach to "
-                                              "the deployment of this plan, or compile the plan for the served model "
-                                              "(model=...)")
+    if wanted not in cards:
+        raise ConfigError("model.id", wanted, f"the server at {url} serves {list(cards)}, not the plan's model; attach "
+                                              "to the deployment of this plan, or compile the plan for the served "
+                                              "model (model=...)")
+    check_max_model_len(url, int(plan.engine_args["max_model_len"]), cards[wanted])
     return url
 
 

@@ -109,6 +109,32 @@ def failure_cause(text: str) -> str | None:
 _TEARDOWN_NOISE = re.compile(r"^\s*(nanobind: |- leaked |- \.\.\. skipped remainder|See https://nanobind\.)")
 
 
+#: Lines of a log that say nothing about a failure: blank, separators (``=====``, ``-----Time to First Token-----``),
+#: tqdm progress (``50%|####| 16/32 [00:05<...]``) and vLLM's client's plotting tip
+#: (``vllm/benchmarks/serve.py`` ``benchmark``, vLLM 0.32.0).
+_NOT_A_MESSAGE = re.compile(r"^\s*$|^\s*[=\-]+[^=\-]*[=\-]+\s*$|^[=\-]+$|\d+/\d+ \[|^tip: ")
+#: The opening line of the result table vLLM's benchmark client prints (``"{s:{c}^{n}}".format(s=" Serving Benchmark
+#: Result ", n=50, c="=")``, ``vllm/benchmarks/serve.py`` ``benchmark``, vLLM 0.32.0); it ends with ``"=" * 50``.
+_RESULT_TABLE = re.compile(r"^=+ Serving Benchmark Result =+$")
+
+
+def last_message(text: str) -> str | None:
+    """The last line of a log that says something (at most 300 characters), or ``None``: blank lines, separators,
+    progress bars, nanobind's teardown report and vLLM's benchmark result table (its rows are figures, not a cause)
+    are skipped."""
+    kept: list[str] = []
+    in_table = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if _RESULT_TABLE.match(stripped):
+            in_table = True
+        elif in_table and re.fullmatch(r"=+", stripped):
+            in_table = False
+        elif not in_table and not _NOT_A_MESSAGE.search(line) and not _TEARDOWN_NOISE.match(line):
+            kept.append(stripped)
+    return kept[-1][:300] if kept else None
+
+
 def log_tail(path: Path, lines: int = 15) -> str:
     """The last ``lines`` lines of a log file, for error messages, without nanobind's teardown leak report."""
     if not path.exists():

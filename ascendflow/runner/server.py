@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ascendflow.compiler import Plan
-from ascendflow.runner.engine_log import failure_cause, log_tail
+from ascendflow.runner.engine_log import failure_cause, last_message
 from ascendflow.runner.process import ManagedProcess
 from ascendflow.schema.errors import ConfigError
 
@@ -84,10 +84,11 @@ def engine_down(server: ManagedProcess | None, health_url: str) -> str | None:
 
 
 def engine_failure(summary: str, log_path: Path) -> str:
-    """One line: ``summary``, the cause found in the engine log (else the log's last line), and where the log is;
+    """One line: ``summary``, the cause found in the engine log (else the log's last line that says something,
+    :func:`ascendflow.runner.engine_log.last_message`), and where the log is;
     the traceback stays in the log (one error line on the terminal, in ``error.txt`` and the MLflow tag)."""
     text = log_path.read_text(errors="replace") if log_path.exists() else ""
-    cause = failure_cause(text) or (log_tail(log_path, 1).strip()[:300] or None)
+    cause = failure_cause(text) or last_message(text)
     return f"{summary}: {cause} (log: {log_path})" if cause else f"{summary} (log: {log_path})"
 
 

@@ -7,8 +7,8 @@ refusals and launch arguments (:func:`ascendflow.upgrade.diff.plan_diff`). ``--j
 
 Nothing starts and nothing is recorded: the advice is a query over two plans (no engine, no MLflow run; record a
 plan with ``run.mode=plan`` when it is wanted). Exit 0 with the diff, also when one side is refused (the refusal is
-part of the advice); exit 2 with one ``error:`` line for bad input (an unknown or other-platform ``--to`` row, an
-override that does not compose, a config the schema refuses).
+part of the advice); exit 2 with one ``error:`` line for bad input (an unknown or other-platform ``--to`` row or
+current row ``hardware.software``, an override that does not compose, a config the schema refuses).
 """
 
 from __future__ import annotations
@@ -29,18 +29,28 @@ def target_row(name: str, platform: str) -> str:
     vllm-ascend row).
 
     Raises:
+        ConfigError: see :func:`matrix_row`.
+    """
+    return matrix_row("--to", name, platform)
+
+
+def matrix_row(key: str, name: str, platform: str) -> str:
+    """The version-matrix row ``name`` (given as ``key``: ``--to``, or ``hardware.software`` for the deployment's
+    current row) names; a bare ``0.25.1rc1`` is read as a vllm-ascend row.
+
+    Raises:
         ConfigError: no such row, or a row of another platform, naming the rows that fit.
     """
     matrix = version_matrix()
     row = name if name in matrix else f"vllm-ascend-{name}"
     fitting = [n for n, r in matrix.items() if r["platform"] == platform]
     if row not in matrix:
-        raise ConfigError("--to", name, f"is not a row of the version matrix; rows for {platform}: "
-                                        f"{', '.join(fitting)} (a new release: python scripts/ingest_release.py "
-                                        f"VERSION drafts its row)")
+        raise ConfigError(key, name, f"is not a row of the version matrix; rows for {platform}: "
+                                     f"{', '.join(fitting)} (a new release: python scripts/ingest_release.py "
+                                     f"VERSION drafts its row)")
     if matrix[row]["platform"] != platform:
-        raise ConfigError("--to", name, f"is a {matrix[row]['platform']} row but the deployment's hardware is "
-                                        f"{platform}; rows for {platform}: {', '.join(fitting)}")
+        raise ConfigError(key, name, f"is a {matrix[row]['platform']} row but the deployment's hardware is "
+                                     f"{platform}; rows for {platform}: {', '.join(fitting)}")
     return row
 
 
@@ -78,17 +88,19 @@ def advise(overrides: list[str], to: str) -> dict[str, Any]:
     """The upgrade diff of the deployment ``overrides`` compose, from its row to ``to``.
 
     Raises:
-        ConfigError: bad input (see :func:`compose`, :func:`target_row`).
+        ConfigError: bad input (see :func:`compose`, :func:`matrix_row`): also an unknown current row
+            (``hardware.software``), which has no plan to compare.
     """
     from ascendflow.models.resolve import resolve_model
     from ascendflow.upgrade.diff import plan_diff
 
     spec = compose(overrides)
+    current_row = matrix_row("hardware.software", spec.hardware.software, spec.hardware.kind)
     row = target_row(to, spec.hardware.kind)
     model = resolve_model(spec.model, need_weights=False)
-    current = compile_on(spec, model, spec.hardware.software)
+    current = compile_on(spec, model, current_row)
     target = compile_on(spec, model, row)
-    return plan_diff(current, target, current_row=spec.hardware.software, target_row=row)
+    return plan_diff(current, target, current_row=current_row, target_row=row)
 
 
 def _bytes(n: float, sign: str = "") -> str:

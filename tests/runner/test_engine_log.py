@@ -78,3 +78,41 @@ def test_the_tail_under_an_engine_error_leaves_out_nanobind_s_teardown_report(tm
                    "binding code.\nSee https://nanobind.readthedocs.io/en/latest/refleaks.html\n")
     tail = log_tail(log)
     assert "nanobind" not in tail and tail.endswith("shutting down client."), tail
+
+
+#: bench.log of vLLM 0.32.0's client whose server died mid-run (shape of ``vllm/benchmarks/serve.py`` ``benchmark``:
+#: the failed requests' errors, then the result table closed by ``"=" * 50``, then nanobind's teardown report).
+_DIED_BENCH_LOG = (
+    "Starting main benchmark run...\nTraffic request rate: inf\nBurstiness factor: 1.0 (Poisson process)\n"
+    "Maximum request concurrency: None\n"
+    "\r  0%|          | 0/32 [00:00<?, ?it/s]\r 34%|###4      | 11/32 [00:04<00:08,  2.41it/s]"
+    "\r100%|##########| 32/32 [00:05<00:00,  6.02it/s]\n"
+    "Failed requests during benchmark run detected (capping to 10):\n"
+    "Error 0: Traceback (most recent call last):\n"
+    "  File \"/v/lib/python3.11/site-packages/aiohttp/client.py\", line 770, in _request\n"
+    "    resp = await handler(req)\n"
+    "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected\n\n"
+    "Error 9: Service Unavailable\n"
+    "tip: install termplotlib and gnuplot to plot the metrics\n"
+    "============ Serving Benchmark Result ============\n"
+    "Successful requests:                     11        \nFailed requests:                         21        \n"
+    "Benchmark duration (s):                  5.31      \n"
+    "---------------Time to First Token----------------\nMean TTFT (ms):                          795.26    \n"
+    "==================================================\n"
+    "nanobind: leaked 4 instances!\n - leaked instance 0x7fe155910428 of type \"triton._C.libtriton.ir.attribute\"\n"
+    "See https://nanobind.readthedocs.io/en/latest/refleaks.html\n")
+
+
+def test_the_cause_of_a_benchmark_death_is_the_client_s_last_message_not_a_separator(tmp_path):
+    """New-user trial, defect 2: the cause was the result table's closing ``=====`` line; it is the last line that
+    says something (no error class of the client's matches the engine's error search: a plain reason here)."""
+    from ascendflow.runner.engine_log import last_message
+    from ascendflow.runner.server import engine_failure
+
+    assert last_message(_DIED_BENCH_LOG) == "Error 9: Service Unavailable"
+    assert last_message("==========\n\n 50%|#####     | 1/2 [00:01<00:01]\n") is None
+    log = tmp_path / "bench.log"
+    log.write_text(_DIED_BENCH_LOG.replace("Error 0: Traceback", "Error 0: Tb").replace(
+        "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected\n", ""))
+    assert engine_failure("engine died during the benchmark (/health answered 503)", log) == (
+        f"engine died during the benchmark (/health answered 503): Error 9: Service Unavailable (log: {log})")
