@@ -85,7 +85,8 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
             used[w.node_rank] += len(w.devices)
     warnings = [f"{n}: {w}" for n, r in roles.items() for w in r.warnings]
     idle = idle_warning(used, hw.devices_per_node, pd.decode.tensor_parallel_size, 1, pd.decode.data_parallel_size)
-    warnings += [f"PD deployment: {idle.split(' with ')[0]} (roles use {used} devices per node)"] if idle else []
+    in_use = ", ".join(f"{u} devices on node {k}" for k, u in enumerate(used))
+    warnings += [f"PD deployment: {idle.split(' with ')[0]} (the roles use {in_use})"] if idle else []
     decode = instances["decode"]
     target = decode.target.model_copy(update={"nodes": nodes})
     workers = [w for r in roles.values() for w in r.workers]

@@ -221,6 +221,9 @@ def test_plan_cli_prints_role_lines(tmp_path):
     out = " ".join(proc.stdout.split())
     assert "prefill (kv_producer, 1 × TP1 × DP1, NONE): weights" in out
     assert "decode (kv_consumer, 1 × TP1 × DP1, FULL_DECODE_ONLY): weights" in out
+    assert "decode role: memory per device, 61.28 GiB total, requested 55.15 GiB" in out
+    assert ("PD deployment: 6 of 8 devices idle on each of 1 node(s) (the roles use 2 devices on node 0)"
+            in " ".join(proc.stderr.split()) + out)
     assert sorted(p.name for p in (tmp_path / "launch").iterdir()) == ["node0.sh", "preflight.sh", "proxy.sh"]
 
 
