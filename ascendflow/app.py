@@ -184,8 +184,10 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
         if mode.runs_engine:
             _check_requests(record, spec.run, tracked)
         tracked.end("FINISHED", run_dir)
-        console.memory_waterfall(measured.memory.model_dump(), kv_capacity_line(measured))
-        console.info_lines(role_lines(measured))
+        console.memory_waterfall(measured.memory.model_dump(), kv_capacity_line(measured),
+                                 title="decode role: memory per device" if measured.roles else
+                                 "memory per device (bottleneck)")
+        console.info_lines(role_lines(measured, plan))
         console.summary(f"ascendflow · {mode.name} · plan {measured.plan_hash}",
                         summary_rows(measured, record, written), _footer(tracked, run_dir, previous))
         console.warn_lines([("target plan: " if measured is not plan else "") + w for w in plan.warnings]

@@ -60,13 +60,15 @@ def summary(title: str, rows: Mapping[str, str], footer: list[str]) -> None:
         console.print(line, soft_wrap=True, markup=False)
 
 
-def memory_waterfall(memory: Mapping[str, int], kv_line: str, width: int = 34) -> None:
+def memory_waterfall(memory: Mapping[str, int], kv_line: str, width: int = 34,
+                     title: str = "memory per device (bottleneck)") -> None:
     """Per-device memory waterfall at the bottleneck device (GiB and a bar per component), then the KV capacity line.
 
     Args:
         memory: the plan's ``memory`` section (bytes).
         kv_line: "KV capacity: N blocks × B = T tokens, max concurrency C at max_model_len=L".
         width: bar width in characters for the whole device.
+        title: what the device is (a PD plan's: the decode role's).
     """
     gib = 1 << 30
     total = memory["device_total_bytes"]
@@ -77,7 +79,7 @@ def memory_waterfall(memory: Mapping[str, int], kv_line: str, width: int = 34) -
             ("graph (not reserved)", memory["graph_bytes"], "blue"),
             ("KV cache", memory["kv_cache_bytes"], "green"),
             ("free", max(0, total - used), "white")]
-    table = Table(title=f"memory per device (bottleneck), {total / gib:.2f} GiB total, requested "
+    table = Table(title=f"{title}, {total / gib:.2f} GiB total, requested "
                         f"{memory['requested_bytes'] / gib:.2f} GiB", title_justify="left", show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")

@@ -109,6 +109,11 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
                if "engine_prefix_cache_hit_rate" in m else [])
             + ([f"mean queue time {m['engine_queue_time_mean_ms']:.0f} ms"] if "engine_queue_time_mean_ms" in m
                else []))
+    if "pd.prefill_requests" in m:  # a PD rehearsal's evidence that KV moved (rehearsal/pd_evidence.py)
+        rows["PD KV transfer"] = (f"{int(m['pd.prefill_requests'])} prefill requests, {int(m['pd.decode_requests'])} "
+                                  f"decode requests, {int(m['pd.decode_connector_hits'])} decode connector hits, "
+                                  f"{int(m['pd.decode_kv_transfer_tokens']):,} KV tokens transferred "
+                                  f"({int(m['pd.decode_connector_injected_tokens']):,} injected)")
     capacity = record.get("capacity")
     if capacity:
         targets = ", ".join(f"{k} ≤ {v:g}" for k, v in capacity["targets"].items())
@@ -141,10 +146,11 @@ def kv_capacity_line(plan: Plan) -> str:
             f"max_model_len={plan.engine_args['max_model_len']:,}")
 
 
-def role_lines(plan: Plan) -> list[str]:
+def role_lines(plan: Plan, target: Plan | None = None) -> list[str]:
     """A PD plan's per-role lines (one device of one DP rank of each role): memory, then KV capacity and the
-    requests of ``max_model_len`` that fit, and the P:D recommendation (``performance.pd_ratio``); ``[]`` for a
-    co-located plan."""
+    requests of ``max_model_len`` that fit, and the P:D recommendation (``performance.pd_ratio``) of ``target``
+    (a rehearsal's target plan, prefixed ``target plan:``; the rehearsed plan has no performance section) or of
+    ``plan``; ``[]`` for a co-located plan."""
     lines = []
     gib = 2**30
     for name, role in (plan.roles or {}).items():
@@ -156,7 +162,9 @@ def role_lines(plan: Plan) -> list[str]:
                      f"{kv.num_blocks * kv.block_size:,} tokens per DP rank, max concurrency {kv.max_concurrency:.2f} "
                      f"at max_model_len={role.engine_args['max_model_len']:,}")
     if plan.roles:
-        ratio = (plan.performance or {}).get("pd_ratio") or {}
-        lines.append(ratio["line"] if ratio.get("status") == "estimate" else
-                     f"P:D ratio not estimated: {ratio.get('reason', 'no performance section')}")
+        of = target if target is not None and target is not plan else plan
+        ratio = (of.performance or {}).get("pd_ratio") or {}
+        lines.append(("target plan: " if of is not plan else "") +
+                     (ratio["line"] if ratio.get("status") == "estimate" else
+                      f"P:D ratio not estimated: {ratio.get('reason', 'no performance section')}"))
     return lines

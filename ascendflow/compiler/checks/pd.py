@@ -88,8 +88,8 @@ def check_roles(pd: PDSpec, devices_per_node: int, prefill_k: int, decode_k: int
                           f"num_speculative_tokens=1 and pd.decode.num_speculative_tokens>=1")
 
 
-def check_kv_ports(ranges: list[tuple[str, int, int, str]], devices_per_node: int) -> None:
-    """Handshake port ranges ``(host, first, last, engine_id)`` clear of AscendDirect's random range and of each
+def check_kv_ports(ranges: list[tuple[int, int, int, str]], devices_per_node: int) -> None:
+    """Handshake port ranges ``(node, first, last, engine_id)`` clear of AscendDirect's random range and of each
     other on the same host.
 
     Raises:
@@ -109,6 +109,35 @@ def check_kv_ports(ranges: list[tuple[str, int, int, str]], devices_per_node: in
                                   f"{other}'s handshake ports {o_first}-{o_last} overlap {engine}'s {first}-{last} on "
                                   f"node {host} (each engine listens on kv_port + dp_rank × TP × PP + tp_rank, "
                                   f"mooncake_connector.py); fix: kv_port>={last + 1} or a larger kv_port_stride")
+
+
+def check_listen_ports(listeners: list[tuple[int, int, str, int, str]]) -> None:
+    """Every port listened on, ``(node, port, key, key's value, what)``, is distinct on its node: each engine's API
+    port (``--port``), the proxy's port, every handshake port (``kv_port + dp_rank × TP × PP + tp_rank``,
+    mooncake_connector.py). A clash is blamed on the later listener's key.
+
+    Raises:
+        ConfigError: two listeners on one port of a node; the fix is the smallest value of the key above its own that
+            clears every other listener (all the key's ports move with it).
+    """
+    seen: dict[tuple[int, int], str] = {}
+    for node, port, key, value, what in listeners:
+        if (node, port) in seen:
+            raise ConfigError(key, value, f"{what} on node {node} is also {seen[node, port]} (one listener per port "
+                                          f"and node, else 'Address already in use'); fix: "
+                                          f"{key}={_free_value(listeners, key, value)}")
+        seen[node, port] = what
+
+
+def _free_value(listeners: list[tuple[int, int, str, int, str]], key: str, value: int) -> int | str:
+    """The smallest value of ``key`` above ``value`` whose ports (shifted with it) clash with no other listener."""
+    own = [(n, p - value) for n, p, k, _, _ in listeners if k == key]
+    taken = {(n, p) for n, p, k, _, _ in listeners if k != key}
+    top = max(o for _, o in own)
+    for candidate in range(value + 1, 65536 - top):
+        if not any((n, candidate + o) in taken for n, o in own):
+            return candidate
+    return "a lower port"
 
 
 def check_kv_transfer(configs: list[dict[str, Any]], layout: dict[str, dict[str, int]]) -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 64474928f32704f4: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:8080; start it after every node<k>.sh serves.
+# ascendflow plan 4d7a5f00da157f4e: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:8000; start it after every node<k>.sh serves.
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).
@@ -7,4 +7,4 @@ set -euo pipefail
 : "${ASCENDFLOW_NODE1_IP:?set ASCENDFLOW_NODE1_IP (or give parallel.node_addresses in the config)}"
 : "${ASCENDFLOW_PD_PROXY_DIR:?set ASCENDFLOW_PD_PROXY_DIR (vllm-ascend's examples/disaggregated_prefill_v1 directory at the plan's tag)}"
 
-exec python "${ASCENDFLOW_PD_PROXY_DIR}/load_balance_proxy_server_example.py" --host "${ASCENDFLOW_NODE0_IP}" --port 8080 --prefiller-hosts "${ASCENDFLOW_NODE0_IP}" --prefiller-ports 8080 --decoder-hosts "${ASCENDFLOW_NODE1_IP}" --decoder-ports 8080 "$@"
+exec python "${ASCENDFLOW_PD_PROXY_DIR}/load_balance_proxy_server_example.py" --host "${ASCENDFLOW_NODE0_IP}" --port 8000 --prefiller-hosts "${ASCENDFLOW_NODE0_IP}" --prefiller-ports 8080 --decoder-hosts "${ASCENDFLOW_NODE1_IP}" --decoder-ports 8080 "$@"
