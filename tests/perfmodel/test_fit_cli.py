@@ -65,7 +65,8 @@ def test_fit_recovers_measured_runs_and_plans_record_the_calibration(tmp_path: P
 
     out = tmp_path / "calib.yaml"
     proc = subprocess.run([sys.executable, "-m", "ascendflow.perfmodel.fit", "--experiment", "npu-cluster",
-                           "--tracking-uri", uri, "--out", str(out), "--max-nfev", "12"],
+                           "--tracking-uri", uri, "--out", str(out), "--max-nfev", "12",
+                           "--prior-strength", "0"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     left_out = [line for line in proc.stderr.splitlines() if "left out" in line]
