@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from ascendflow.perfmodel import scheduler  # noqa: E402
 from ascendflow.perfmodel.arch import _spec  # noqa: E402
 from ascendflow.perfmodel.calibration import CALIBRATION_DIR  # noqa: E402
-from ascendflow.perfmodel.calibration.fitting import FITTED, METRICS, PRIOR_GRID, START, calibration_text, errors, \
+from ascendflow.perfmodel.calibration.fitting import FITTED, MEANING, METRICS, PRIOR_GRID, START, calibration_text, errors, \
     fit_log_constants  # noqa: E402
 from ascendflow.perfmodel.npu import NpuConstants, model_class, npu_step_model  # noqa: E402
 from ascendflow.perfmodel.predict import limits_of, workload_requests  # noqa: E402
@@ -155,7 +155,15 @@ def main() -> int:
     ap.add_argument("--max-nfev", type=int, default=5, help="full fit's least-squares iterations (Jacobians not "
                                                             "counted)")
     ap.add_argument("--loo-max-nfev", type=int, default=2, help="iterations of each leave-one-out refit")
+    ap.add_argument("--from-report", type=Path, help="rewrite the calibration files and npu_fit.md from a saved "
+                                                     "npu_fit.json (no fit)")
     args = ap.parse_args()
+    if args.from_report:
+        report = json.loads(args.from_report.read_text())
+        args.from_report.with_suffix(".md").write_text(markdown(report))
+        for hw in HARDWARE:
+            write_calibration(hw, NpuConstants(**report["constants"]), report)
+        return 0
     args.plans.mkdir(parents=True, exist_ok=True)
     rows = load_rows(args.plans)
     train = [r for r in rows if r["split"] == "train"]
@@ -217,18 +225,26 @@ def main() -> int:
 
 
 def write_calibration(hardware: str, constants: NpuConstants, report: dict) -> None:
-    """``calibration/<hardware>.yaml``: the constants with their meaning, how they were fitted, the LOO error."""
+    """``calibration/<hardware>.yaml``: the shipped constants with their meaning, how they were chosen (the prior
+    strength picked by exact leave-one-out, or the start constants when the fit did not beat them), and the
+    shipped constants' exact leave-one-out error per model class (labels predictions)."""
+    adopted = report["adopted_fit"]
+    what = (f"MAP fit (prior {report['prior_strength']} x rows toward the start values)" if adopted else
+            "the start constants (fitting.START): no fit beat them by exact leave-one-out")
     header = [f"NPU step-model constants for hardware={hardware}. Written by benchmarks/fit_npu_perf.py on "
-              f"{report['date']};", "one joint fit over the A2 and A3 rows (same Da Vinci cube and HBM generation; "
-              "per-generation peaks come", "from conf/hardware/<hardware>.yaml). Do not edit by hand: re-run the fit."]
+              f"{report['date']}:", f"{what};", "one joint choice over the A2 and A3 rows (same Da Vinci cube and "
+              "HBM generation; per-generation peaks come", "from conf/hardware/<hardware>.yaml). Do not edit by "
+              "hand: re-run the fit."]
     fit = {"rows": report["train_rows"], "source": "benchmarks/data/npu_public_rows.yaml, split train",
-           "method": "least squares on log(predicted/measured), all measured figures of every row",
-           "fitted": report["fitted"]}
-    # leave-one-out on the training rows, per model class (labels predictions)
+           "method": "least squares on log(predicted/measured), all measured figures of every row, plus a prior "
+                     "sqrt(strength x rows) x (log c - log c_start) per fitted constant",
+           "fitted": report["fitted"], "prior_strength": report["prior_strength"],
+           "best_fitted_prior_strength": report["best_fitted_prior_strength"], "adopted_fit": adopted,
+           "adoption": report["adoption"], "measured_error": "exact leave-one-out on the training rows"}
+    meaning = None if adopted else {k: v.replace("fitted:", "start value (fit not adopted):", 1)
+                                    for k, v in MEANING.items()}
     (CALIBRATION_DIR / f"{hardware}.yaml").write_text(calibration_text(
-        hardware, constants, header, fit, report["leave_one_out"] or report["in_sample"]))
-
-
+        hardware, constants, header, fit, report["leave_one_out"], meaning))
 
 
 def markdown(report: dict) -> str:
@@ -243,10 +259,15 @@ def markdown(report: dict) -> str:
                 f"{a.get('spearman_output_throughput', '–')} |"]
     out = ["| set | tokens/s MAPE (median signed, rows) | TPOT MAPE | TTFT MAPE | Spearman tokens/s |",
            "|---|---|---|---|---|"]
-    out += summary_rows("before the fit (start constants), train", report["before_fit"])
-    out += summary_rows("in-sample (fitted on all train rows)", report["in_sample"])
-    out += summary_rows("**leave-one-out, train**", report["leave_one_out"])
-    out += summary_rows("**held-out (never fitted)**", report["heldout"])
+    out += summary_rows("start constants, train (not fitted: already out of sample, = their leave-one-out)",
+                        report["before_fit"])
+    for s, g in report["grid"].items():
+        if s != "inf":
+            out += summary_rows(f"exact leave-one-out, fit with prior {s} x rows", g["loo"])
+    shipped = f"fitted, prior {report['prior_strength']} x rows" if report["adopted_fit"] else "start"
+    out += summary_rows(f"**shipped constants ({shipped}), in-sample, train**", report["in_sample"])
+    out += summary_rows("**shipped constants, leave-one-out, train**", report["leave_one_out"])
+    out += summary_rows("**shipped constants, held-out (never fitted)**", report["heldout"])
     out += ["", "| row | split | class | measured tok/s · TPOT · TTFT | predicted (LOO for train) |", "|---|---|---|---|---|"]
     for rid, r in report["rows"].items():
         pred = r["loo"] or r["fitted"]

@@ -49,7 +49,7 @@ START_SOURCES = {
 }
 #: Default prior strength of :func:`fit_constants` (× number of rows), as chosen by exact leave-one-out over
 #: :data:`PRIOR_GRID` on the public rows by ``benchmarks/fit_npu_perf.py`` (see docs/performance_model.md).
-DEFAULT_PRIOR_STRENGTH = 1.0
+DEFAULT_PRIOR_STRENGTH = 3.0
 #: Prior strengths (× number of rows) that ``benchmarks/fit_npu_perf.py`` compares by exact leave-one-out.
 PRIOR_GRID = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0, math.inf)
 #: Meaning (and source, for the fixed ones) of each constant, written beside it in a calibration file.
@@ -178,12 +178,13 @@ def error_table(rows: Sequence[Row], constants: NpuConstants) -> dict[str, Any]:
 
 
 def calibration_text(hardware: str, constants: NpuConstants, header: Sequence[str], fit: Mapping[str, Any],
-                     measured_error: Mapping[str, Any]) -> str:
+                     measured_error: Mapping[str, Any], meaning: Mapping[str, str] | None = None) -> str:
     """A calibration file (:mod:`ascendflow.perfmodel.calibration`): ``header`` comment lines, ``hardware``, the
     constants with their :data:`MEANING`, the ``fit`` facts and the ``measured_error`` tables (per model class, or
-    ``all``) that label predictions."""
+    ``all``) that label predictions; ``meaning`` overrides :data:`MEANING`'s comments."""
+    meaning = meaning or MEANING
     lines = [f"# {h}" for h in header] + [f"hardware: {hardware}", "constants:"]
-    lines += [f"  {k}: {v:.6g}   # {MEANING[k]}" for k, v in asdict(constants).items()]
+    lines += [f"  {k}: {v:.6g}   # {meaning[k]}" for k, v in asdict(constants).items()]
     lines.append("fit:")
     lines += [f"  {k}: {json.dumps(v)}" for k, v in fit.items()]
     lines.append("measured_error:")
