@@ -5,12 +5,15 @@ row's plan is compiled once by ``python -m ascendflow <overrides> run.mode=plan`
 the scheduler model (``ascendflow/perfmodel/scheduler.py``; every DP rank when it offers ``simulate_dp``) then runs
 the row's workload with :class:`~ascendflow.perfmodel.npu.NpuStepModel` at the trial constants.
 
-Fit: least squares on ``log(predicted / measured)`` over every measured figure of every training row
-(``scipy.optimize.least_squares``), in the log of each fitted constant, within physical bounds. Leave-one-out: each
-training row predicted with the constants fitted to the others (one Gauss-Newton step from the full fit). Writes
-the calibration files (``ascendflow/perfmodel/calibration/<hardware>.yaml``) and ``outputs/bench/npu_fit.json``.
+Fit: MAP (ridge in log space toward :data:`~ascendflow.perfmodel.calibration.fitting.START`) least squares on
+``log(predicted / measured)`` over every measured figure of every training row, for each prior strength of
+``--grid``; each strength is scored by exact leave-one-out (each training row predicted with the constants refitted
+without it, at most ``--loo-max-nfev`` iterations warm-started from the full fit). The best strength's constants ship
+only if their leave-one-out beats the start constants' (whose error on each row is already out of sample) on
+tokens/s and not on TPOT+TTFT; else the start constants ship. Writes the calibration files
+(``ascendflow/perfmodel/calibration/<hardware>.yaml``), ``outputs/bench/npu_fit.json`` and ``npu_fit.md``.
 
-    python benchmarks/fit_npu_perf.py [--plans /tmp/fit] [--no-write]
+    python benchmarks/fit_npu_perf.py [--plans /tmp/fit] [--no-write] [--grid 0 1 inf] [--from-report FILE]
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 from ascendflow.perfmodel import scheduler  # noqa: E402
 from ascendflow.perfmodel.arch import _spec  # noqa: E402
 from ascendflow.perfmodel.calibration import CALIBRATION_DIR  # noqa: E402
-from ascendflow.perfmodel.calibration.fitting import FITTED, MEANING, METRICS, PRIOR_GRID, START, calibration_text, errors, \
-    fit_log_constants  # noqa: E402
+from ascendflow.perfmodel.calibration.fitting import FITTED, MEANING, METRICS, PRIOR_GRID, START, \
+    calibration_text, errors, fit_log_constants  # noqa: E402
 from ascendflow.perfmodel.npu import NpuConstants, model_class, npu_step_model  # noqa: E402
 from ascendflow.perfmodel.predict import limits_of, workload_requests  # noqa: E402
 
@@ -131,7 +134,8 @@ def adopt(loo: dict, before: dict) -> tuple[bool, str]:
     tput = a["output_throughput"]["mape_percent"] < b["output_throughput"]["mape_percent"]
     lat = latency(a) <= latency(b)
     ta, tb = a["output_throughput"]["mape_percent"], b["output_throughput"]["mape_percent"]
-    why = f"exact-LOO tokens/s MAPE {ta} % vs start {tb} %; TPOT+TTFT MAPE {latency(a):.1f} % vs start {latency(b):.1f} %"
+    why = (f"exact-LOO tokens/s MAPE {ta} % vs start {tb} %; TPOT+TTFT MAPE {latency(a):.1f} % vs start "
+           f"{latency(b):.1f} %")
     return tput and lat, why
 
 
@@ -268,7 +272,8 @@ def markdown(report: dict) -> str:
     out += summary_rows(f"**shipped constants ({shipped}), in-sample, train**", report["in_sample"])
     out += summary_rows("**shipped constants, leave-one-out, train**", report["leave_one_out"])
     out += summary_rows("**shipped constants, held-out (never fitted)**", report["heldout"])
-    out += ["", "| row | split | class | measured tok/s · TPOT · TTFT | predicted (LOO for train) |", "|---|---|---|---|---|"]
+    out += ["", "| row | split | class | measured tok/s · TPOT · TTFT | predicted (LOO for train) |",
+            "|---|---|---|---|---|"]
     for rid, r in report["rows"].items():
         pred = r["loo"] or r["fitted"]
         meas = " · ".join(f"{r['measured'][m]:g}" if m in r["measured"] else "–" for m in METRICS)
