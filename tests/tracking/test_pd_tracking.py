@@ -58,7 +58,7 @@ def test_role_params_and_predictions(pd_run):
         "predicted.prefill.capacity_rps": 39.8306, "predicted.prefill.median_ttft_ms": 402.523,
         "predicted.prefill.p99_ttft_ms": 904.565, "predicted.decode.capacity_rps": 161.0989,
         "predicted.decode.median_tpot_ms": 50.718, "predicted.decode.p99_tpot_ms": 55.34,
-        "predicted.decode.output_throughput": 20135.744, "predicted.pd.prefill_instances": 4.0,
+        "predicted.decode.output_throughput": 18566.72, "predicted.pd.prefill_instances": 4.0,
         "predicted.pd.decode_instances": 1.0, "predicted.pd.planned_throughput_rps": 79.6612}
 
 
