@@ -143,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
                          "public rows, docs/performance_model.md; 0: plain least squares; inf: keep the start)")
     args = ap.parse_args(argv)
     try:
+        if not args.prior_strength >= 0:
+            raise ConfigError("--prior-strength", args.prior_strength, "must be >= 0 (0: no prior, inf: keep the "
+                                                                       "start constants)")
         uri = store_uri(args.tracking_uri)
         rows, skipped = read_rows(uri, args.experiment, args.hardware)
         hardware = sorted({str(r.hardware.get("name")) for r in rows})
@@ -153,9 +156,6 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--hardware", None, f"the runs are on {hardware}; fit one at a time (--hardware NAME)")
         start_file = args.start or None
         calibration = load_calibration(hardware[0], start_file)
-        if not args.prior_strength >= 0:
-            raise ConfigError("--prior-strength", args.prior_strength, "must be >= 0 (0: no prior, inf: keep the "
-                                                                       "start constants)")
         if args.start and calibration is None:
             raise ConfigError("--start", str(args.start), "file not found; give a calibration file or leave --start")
     except ConfigError as exc:
