@@ -29,8 +29,8 @@ from typing import Any, Mapping
 
 from ascendflow import console
 from ascendflow.perfmodel.calibration import load_calibration
-from ascendflow.perfmodel.calibration.fitting import FITTED, METRICS, START, Row, calibration_text, error_table, \
-    fit_constants
+from ascendflow.perfmodel.calibration.fitting import DEFAULT_PRIOR_STRENGTH, FITTED, METRICS, START, Row, \
+    calibration_text, error_table, fit_constants
 from ascendflow.perfmodel.npu import NpuConstants
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.workload import WorkloadSpec
@@ -137,8 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=Path, help="calibration file to start from (default: the hardware's packaged one)")
     ap.add_argument("--out", type=Path, required=True, help="calibration file to write (for hardware.calibration=)")
     ap.add_argument("--max-nfev", type=int, default=60, help="least-squares iterations")
+    ap.add_argument("--prior-strength", type=float, default=DEFAULT_PRIOR_STRENGTH,
+                    help="weight (x runs) of the prior drawing each fitted constant's log toward the start "
+                         f"calibration's (default {DEFAULT_PRIOR_STRENGTH:g}: chosen by exact leave-one-out on the "
+                         "public rows, docs/performance_model.md; 0: plain least squares; inf: keep the start)")
     args = ap.parse_args(argv)
     try:
+        if not args.prior_strength >= 0:
+            raise ConfigError("--prior-strength", args.prior_strength, "must be >= 0 (0: no prior, inf: keep the "
+                                                                       "start constants)")
         uri = store_uri(args.tracking_uri)
         rows, skipped = read_rows(uri, args.experiment, args.hardware)
         hardware = sorted({str(r.hardware.get("name")) for r in rows})
@@ -158,14 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     for line in skipped:
         print(f"left out {line}", file=sys.stderr)
     before = error_table(rows, start)
-    fitted = fit_constants(rows, start, max_nfev=args.max_nfev)
+    fitted = fit_constants(rows, start, max_nfev=args.max_nfev, prior_strength=args.prior_strength)
     after = error_table(rows, fitted)
     header = [f"NPU step-model constants for hardware={hardware[0]}, fitted by python -m ascendflow.perfmodel.fit on "
               f"{dt.date.today().isoformat()}", f"to {len(rows)} run(s) of MLflow experiment {args.experiment}. Use "
               f"it with hardware.calibration={args.out}"]
     fit = {"experiment": args.experiment, "runs": [r.id for r in rows], "fitted": list(FITTED),
            "start": (calibration or {}).get("file", "ascendflow.perfmodel.calibration.fitting.START"),
-           "method": "least squares on log(predicted/measured), all measured figures of every run",
+           "method": "least squares on log(predicted/measured), all measured figures of every run, plus a prior "
+                     "drawing each fitted constant's log toward the start's",
+           "prior_strength": "inf" if args.prior_strength == float("inf") else args.prior_strength,
            "error_before": before}
     text = calibration_text(hardware[0], fitted, header, fit, {"all": after})
     text += f"error_label: python -m ascendflow.perfmodel.fit, in-sample on {len(rows)} run(s) of {args.experiment}\n"

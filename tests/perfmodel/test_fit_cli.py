@@ -65,7 +65,8 @@ def test_fit_recovers_measured_runs_and_plans_record_the_calibration(tmp_path: P
 
     out = tmp_path / "calib.yaml"
     proc = subprocess.run([sys.executable, "-m", "ascendflow.perfmodel.fit", "--experiment", "npu-cluster",
-                           "--tracking-uri", uri, "--out", str(out), "--max-nfev", "12"],
+                           "--tracking-uri", uri, "--out", str(out), "--max-nfev", "12",
+                           "--prior-strength", "0"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     left_out = [line for line in proc.stderr.splitlines() if "left out" in line]
@@ -74,6 +75,7 @@ def test_fit_recovers_measured_runs_and_plans_record_the_calibration(tmp_path: P
     calib = load_calibration("atlas_800i_a2", out)
     assert calib["fit"]["error_before"] == before
     assert sorted(calib["fit"]["runs"]) == sorted(r.id for r in rows)
+    assert calib["fit"]["prior_strength"] == 0.0  # --prior-strength 0: the plain fit, which recovers the truth
     after = calib["measured_error"]["all"]
     assert before["output_throughput"]["mape_percent"] > 20  # the packaged constants are off for this cluster
     for m in ("output_throughput", "median_tpot_ms", "median_ttft_ms"):
@@ -107,3 +109,13 @@ def test_fit_refuses_an_unknown_experiment_in_one_line(tmp_path: Path) -> None:
     assert proc.stderr.splitlines() == [f"error: --experiment='nope': no such experiment in {uri}; experiments "
                                         "there: ['Default']"]
     assert not (tmp_path / "c.yaml").exists()
+
+
+def test_fit_refuses_a_negative_prior_in_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "ascendflow.perfmodel.fit", "--experiment", "any",
+                           "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", "--out", str(tmp_path / "c.yaml"),
+                           "--prior-strength", "-1"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["error: --prior-strength=-1.0: must be >= 0 (0: no prior, inf: keep the start "
+                                        "constants)"]
+    assert not (tmp_path / "c.yaml").exists() and not (tmp_path / "mlflow.db").exists()

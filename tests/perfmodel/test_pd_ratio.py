@@ -53,18 +53,18 @@ def test_deepseek_2p1d_recommendation(tmp_path: Path):
     spec = _spec("deepseek_r1_pd_2p1d")
     plan = with_performance(_plan("deepseek_r1_pd_2p1d"), spec, None, tmp_path)
     r = plan.performance["pd_ratio"]
-    assert (r["status"], r["ratio"], r["isl"], r["osl"]) == ("estimate", "5:1", 256, 128)
-    assert r["prefill"]["rps_per_instance"] == 35.5623 and r["prefill"]["target_ms"] == 2000.0
-    assert r["prefill"]["at"]["p99_ttft_ms"] == 926.079
-    assert r["decode"]["rps_per_instance"] == 174.1537 and r["decode"]["target_ms"] == 150.0
-    assert r["decode"]["at"]["p99_tpot_ms"] == 51.031
-    assert r["planned"] == {"ratio": "2:1", "throughput_rps": 71.1246, "bottleneck": "prefill"}
+    assert (r["status"], r["ratio"], r["isl"], r["osl"]) == ("estimate", "4:1", 256, 128)
+    assert r["prefill"]["rps_per_instance"] == 39.8306 and r["prefill"]["target_ms"] == 2000.0
+    assert r["prefill"]["at"]["p99_ttft_ms"] == 904.565
+    assert r["decode"]["rps_per_instance"] == 161.0989 and r["decode"]["target_ms"] == 150.0
+    assert r["decode"]["at"]["p99_tpot_ms"] == 55.34
+    assert r["planned"] == {"ratio": "2:1", "throughput_rps": 79.6612, "bottleneck": "prefill"}
     assert r["measured_error"]["class"] == "mla_moe"
     assert r["line"] == (
-        "P:D = 5:1 (basis: NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml; ISL 256 / "
-        "OSL 128, request_rate=inf: capacities balanced (at most 8 instances per role); prefill 35.56 req/s per "
-        "instance at TTFT<=2000 ms, decode 174.15 req/s per instance at TPOT<=150 ms; model error (LOO, mla_moe): "
-        "tok/s ±26.6%, TPOT ±16.4%, TTFT ±52.7%); planned 2:1: 71.12 req/s, prefill-bound")
+        "P:D = 4:1 (basis: NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml; ISL 256 / "
+        "OSL 128, request_rate=inf: capacities balanced (at most 8 instances per role); prefill 39.83 req/s per "
+        "instance at TTFT<=2000 ms, decode 161.10 req/s per instance at TPOT<=150 ms; model error (LOO, mla_moe): "
+        "tok/s ±10.3%, TPOT ±3.7%, TTFT ±59.6%); planned 2:1: 79.66 req/s, prefill-bound")
 
 
 def test_measured_capacity_and_rate(tmp_path: Path):

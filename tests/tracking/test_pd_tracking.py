@@ -27,9 +27,9 @@ def pd_run(tmp_path_factory):
 
 def test_plan_prints_the_ratio(pd_run):
     out = " ".join(pd_run[0].stdout.split())
-    assert ("P:D = 5:1 (basis: NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml; ISL 256 "
+    assert ("P:D = 4:1 (basis: NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml; ISL 256 "
             "/ OSL 128") in out
-    assert "planned 2:1: 71.12 req/s, prefill-bound" in out
+    assert "planned 2:1: 79.66 req/s, prefill-bound" in out
 
 
 def test_role_params_and_predictions(pd_run):
@@ -51,15 +51,15 @@ def test_role_params_and_predictions(pd_run):
         "decode.num_speculative_tokens": "1", "decode.cudagraph_mode": "FULL_DECODE_ONLY",
         "decode.enforce_eager": "False", "decode.cudagraph_capture_sizes": "2,4,8,16,24,32,40,48,56,64,72,80",
         "decode.kv_cache_tokens": "224664", "decode.kv_cache_blocks": "1758",
-        "pd.recommended_ratio": "5:1",
+        "pd.recommended_ratio": "4:1",
         "pd.ratio_basis": "NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml"}
     metrics = {k: v for k, v in run.data.metrics.items() if k.startswith("predicted.")}
     assert metrics == {
-        "predicted.prefill.capacity_rps": 35.5623, "predicted.prefill.median_ttft_ms": 370.673,
-        "predicted.prefill.p99_ttft_ms": 926.079, "predicted.decode.capacity_rps": 174.1537,
-        "predicted.decode.median_tpot_ms": 45.702, "predicted.decode.p99_tpot_ms": 51.031,
-        "predicted.decode.output_throughput": 20135.744, "predicted.pd.prefill_instances": 5.0,
-        "predicted.pd.decode_instances": 1.0, "predicted.pd.planned_throughput_rps": 71.1246}
+        "predicted.prefill.capacity_rps": 39.8306, "predicted.prefill.median_ttft_ms": 402.523,
+        "predicted.prefill.p99_ttft_ms": 904.565, "predicted.decode.capacity_rps": 161.0989,
+        "predicted.decode.median_tpot_ms": 50.718, "predicted.decode.p99_tpot_ms": 55.34,
+        "predicted.decode.output_throughput": 18566.72, "predicted.pd.prefill_instances": 4.0,
+        "predicted.pd.decode_instances": 1.0, "predicted.pd.planned_throughput_rps": 79.6612}
 
 
 def test_compare_shows_roles_side_by_side(pd_run, capsys):
@@ -69,8 +69,8 @@ def test_compare_shows_roles_side_by_side(pd_run, capsys):
     assert "prefill decode" in [" ".join(line.replace("┃", " ").split()) for line in lines]
     for row in ("instances 2 1", "TP 8 1", "DP 2 32", "max_num_seqs 8 40", "max_batched_tokens 16384 256",
                 "graph NONE FULL_DECODE_ONLY", "capture sizes none 12 (2…80)", "KV tokens/rank 128434 224664",
-                "pred req/s/inst 35.56 174.15", "pred p99 TTFT ms 926.08 —", "pred p99 TPOT ms — 51.03",
-                "P:D rec 5:1 5:1"):
+                "pred req/s/inst 39.83 161.10", "pred p99 TTFT ms 904.57 —", "pred p99 TPOT ms — 55.34",
+                "P:D rec 4:1 4:1"):
         assert row in lines
     assert (Path(tmp / "cmp" / "roles.csv").read_text().splitlines()[0] ==
             "run,role,instances,TP,DP,EP,max_num_seqs,max_batched_tokens,graph,capture sizes,KV tokens/rank,"

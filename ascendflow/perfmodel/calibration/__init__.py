@@ -2,7 +2,7 @@
 
 Each file holds ``constants`` (the fields of :class:`~ascendflow.perfmodel.npu.NpuConstants`, each with its meaning
 and source in a comment), ``fit`` (how and on which rows the fitted ones were fitted) and ``measured_error`` (the
-leave-one-out error per model class that labels every prediction). Written by ``benchmarks/fit_npu_perf.py``.
+exact leave-one-out error per model class that labels every prediction). Written by ``benchmarks/fit_npu_perf.py``.
 Loading is I/O: the app calls :func:`load_calibration`; the pure predictor takes its result as data.
 """
 

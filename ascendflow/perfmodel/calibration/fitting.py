@@ -4,7 +4,11 @@ write files: ``benchmarks/fit_npu_perf.py`` on public rows, ``python -m ascendfl
 
 Fit: least squares on ``log(predicted / measured)`` over every measured figure of every row
 (``scipy.optimize.least_squares``, trust-region reflective), in the log of each fitted constant, within the
-physical bounds of :data:`FITTED`; the rest of the constants stay as given.
+physical bounds of :data:`FITTED`; the rest of the constants stay as given. With a prior (``prior_strength`` > 0),
+a maximum-a-posteriori (ridge) fit: each fitted constant's log is drawn toward its start value, whose physical
+source is in :data:`MEANING` / :data:`START_SOURCES`, by the added residuals
+``sqrt(prior_strength * n_rows) * (log c - log c_start)`` (a Gaussian prior on ``log c``, Tikhonov / ridge
+regression: Hoerl & Kennard, Technometrics 12(1), 1970); ``prior_strength`` = infinity returns the start constants.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ascendflow.perfmodel.npu import NpuConstants, npu_step_model
 from ascendflow.perfmodel.predict import predict_metrics
@@ -29,6 +33,25 @@ FITTED: dict[str, tuple[float, float]] = {
 START = NpuConstants(gemm_efficiency=0.6, memory_efficiency=0.6, step_overhead_s=0.01, eager_layer_overhead_s=3e-4,
                      collective_latency_s=5e-5, hccs_bandwidth_gbps=126.0, internode_bandwidth_gbps=25.0,
                      mtp_accept_length=1.85)
+#: Where each fitted constant's start value (the prior's centre) comes from (``ascend_perf_training.md`` is
+#: ``shared/reference/ascend_perf_training.md``).
+START_SOURCES = {
+    "gemm_efficiency": "0.6: between the 91 % measured for large bf16 GEMMs on 910B and the lower efficiency of "
+                       "the small decode GEMMs (ascend_perf_training.md s3)",
+    "memory_efficiency": "0.6: a typical achieved fraction of HBM bandwidth for streaming kernels (roofline "
+                         "practice, Williams et al., CACM 2009); not a measured 910B figure",
+    "step_overhead_s": "0.01: vLLM V1 per-step host time of ~10 ms (scheduler, input preparation, sampling) "
+                       "(assumed order of magnitude)",
+    "eager_layer_overhead_s": "3e-4: host launch time per decoder layer without graph replay (assumed order of "
+                              "magnitude for eager mode)",
+    "collective_latency_s": "5e-5: tens of microseconds of fixed HCCL collective latency (assumed order of "
+                            "magnitude)",
+}
+#: Default prior strength of :func:`fit_constants` (× number of rows), as chosen by exact leave-one-out over
+#: :data:`PRIOR_GRID` on the public rows by ``benchmarks/fit_npu_perf.py`` (see docs/performance_model.md).
+DEFAULT_PRIOR_STRENGTH = 3.0
+#: Prior strengths (× number of rows) that ``benchmarks/fit_npu_perf.py`` compares by exact leave-one-out.
+PRIOR_GRID = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0, math.inf)
 #: Meaning (and source, for the fixed ones) of each constant, written beside it in a calibration file.
 MEANING = {
     "gemm_efficiency": "fitted: achieved fraction of the cube peak (hardware peak_tflops_bf16; x2 for int8 "
@@ -82,24 +105,52 @@ def log_residuals(rows: Sequence[Row], constants: NpuConstants) -> list[float]:
     return out
 
 
-def fit_constants(rows: Sequence[Row], start: NpuConstants = START, max_nfev: int = 60) -> NpuConstants:
-    """The :data:`FITTED` constants that minimise the squared log errors over ``rows``, from ``start`` (clipped
-    into the bounds); the other constants stay ``start``'s.
+def fit_log_constants(residuals: Callable[[NpuConstants], Sequence[float]], start: NpuConstants = START,
+                      n_rows: int = 1, prior_strength: float = 0.0, max_nfev: int = 60,
+                      x0: NpuConstants | None = None) -> NpuConstants:
+    """The :data:`FITTED` constants minimising ``sum(residuals(c)**2) + prior_strength * n_rows *
+    sum((log c - log c_start)**2)`` from ``x0`` (default ``start``; clipped into the bounds), within the bounds of
+    :data:`FITTED` (``scipy.optimize.least_squares``, trust-region reflective, forward differences of 5 % in log
+    space, at most ``max_nfev`` iterations: the Jacobian's evaluations are not counted); the other constants stay
+    ``start``'s. ``prior_strength`` 0: no prior (the plain least-squares fit); infinity: ``start`` itself.
 
     Raises:
-        ValueError: no row has a measured figure.
+        ValueError: ``prior_strength`` is negative or NaN.
     """
     import numpy as np
     from scipy.optimize import least_squares
 
-    if not any(row.measured for row in rows):
-        raise ValueError("no measured figure to fit")
+    if not prior_strength >= 0:
+        raise ValueError(f"prior_strength must be >= 0, got {prior_strength}")
+    if math.isinf(prior_strength):
+        return start
     lo = np.log([b[0] for b in FITTED.values()])
     hi = np.log([b[1] for b in FITTED.values()])
-    x0 = np.clip(np.log([getattr(start, k) for k in FITTED]), lo + 1e-6, hi - 1e-6)
-    res = least_squares(lambda x: np.array(log_residuals(rows, with_values(start, x))), x0, bounds=(lo, hi),
-                        diff_step=0.05, max_nfev=max_nfev, x_scale=1.0)
+    centre = np.log([getattr(start, k) for k in FITTED])
+    weight = math.sqrt(prior_strength * n_rows)
+
+    def fun(x: Any) -> Any:
+        r = np.array(residuals(with_values(start, x)), dtype=float)
+        return np.concatenate([r, weight * (x - centre)]) if weight else r
+
+    first = np.log([getattr(x0 or start, k) for k in FITTED])
+    res = least_squares(fun, np.clip(first, lo + 1e-6, hi - 1e-6), bounds=(lo, hi), diff_step=0.05,
+                        max_nfev=max_nfev, x_scale=1.0)
     return with_values(start, res.x)
+
+
+def fit_constants(rows: Sequence[Row], start: NpuConstants = START, max_nfev: int = 60,
+                  prior_strength: float = 0.0, x0: NpuConstants | None = None) -> NpuConstants:
+    """The :data:`FITTED` constants that minimise the squared log errors over ``rows`` (plus the prior toward
+    ``start`` of :func:`fit_log_constants`, ``prior_strength`` × number of rows), from ``x0`` (default ``start``);
+    the other constants stay ``start``'s.
+
+    Raises:
+        ValueError: no row has a measured figure; ``prior_strength`` is negative.
+    """
+    if not any(row.measured for row in rows):
+        raise ValueError("no measured figure to fit")
+    return fit_log_constants(lambda c: log_residuals(rows, c), start, len(rows), prior_strength, max_nfev, x0)
 
 
 def errors(pairs: Mapping[str, Sequence[tuple[float, float]]]) -> dict[str, Any]:
@@ -127,12 +178,13 @@ def error_table(rows: Sequence[Row], constants: NpuConstants) -> dict[str, Any]:
 
 
 def calibration_text(hardware: str, constants: NpuConstants, header: Sequence[str], fit: Mapping[str, Any],
-                     measured_error: Mapping[str, Any]) -> str:
+                     measured_error: Mapping[str, Any], meaning: Mapping[str, str] | None = None) -> str:
     """A calibration file (:mod:`ascendflow.perfmodel.calibration`): ``header`` comment lines, ``hardware``, the
     constants with their :data:`MEANING`, the ``fit`` facts and the ``measured_error`` tables (per model class, or
-    ``all``) that label predictions."""
+    ``all``) that label predictions; ``meaning`` overrides :data:`MEANING`'s comments."""
+    meaning = meaning or MEANING
     lines = [f"# {h}" for h in header] + [f"hardware: {hardware}", "constants:"]
-    lines += [f"  {k}: {v:.6g}   # {MEANING[k]}" for k, v in asdict(constants).items()]
+    lines += [f"  {k}: {v:.6g}   # {meaning[k]}" for k, v in asdict(constants).items()]
     lines.append("fit:")
     lines += [f"  {k}: {json.dumps(v)}" for k, v in fit.items()]
     lines.append("measured_error:")
