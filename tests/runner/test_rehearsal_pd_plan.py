@@ -125,11 +125,15 @@ def test_multi_node_pd_rehearsal_keeps_nodes_and_a_large_one_is_refused():
 def test_busy_plan_port_is_named():
     import socket
 
-    _, rehearsed = _plans("qwen3_8b_pd_single_node")
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", 13701))
-        except OSError:
-            pytest.skip("port 13701 is taken by another process here")
-        s.listen()
-        assert busy_ports(rehearsed) == [("pd.decode.api_port", 13701)]
+    # Ports the kernel hands out free now (port 0); the decode one stays bound and listening for the check.
+    with socket.socket() as taken, socket.socket() as a, socket.socket() as b:
+        for sock in (taken, a, b):
+            sock.bind(("127.0.0.1", 0))
+        free = [a.getsockname()[1], b.getsockname()[1]]
+        port = taken.getsockname()[1]
+        a.close()
+        b.close()
+        taken.listen()
+        _, rehearsed = _plans("qwen3_8b_pd_single_node", f"pd.decode.api_port={port}",
+                              f"pd.prefill.api_port={free[0]}", f"pd.proxy.port={free[1]}")
+        assert busy_ports(rehearsed) == [("pd.decode.api_port", port)]
