@@ -12,6 +12,7 @@ from ascendflow.capacity.search import load_range
 from ascendflow.compiler import Plan
 from ascendflow.modes.base import Job, Mode, Outcome
 from ascendflow.runner.attach import attached, benchmark_attached, check_deployment
+from ascendflow.runner.attach_config import check_cache_config, served_cache_config
 from ascendflow.runner.capacity_run import search_capacity
 from ascendflow.schema import ConfigError, RunSpec
 
@@ -44,7 +45,13 @@ class AttachMode(Mode):
         Raises:
             ConfigError: see :func:`ascendflow.runner.attach.check_deployment`.
         """
-        check_deployment(plan, job.spec, self._key(job))
+        self._mismatch(plan, job.spec, check_deployment(plan, job.spec, self._key(job)), self._key(job))
+
+    @staticmethod
+    def _mismatch(plan: Plan, spec: RunSpec, url: str, key: str | None) -> list[str]:
+        """The plan's KV cache knobs the server runs otherwise (``key=planned``), refused unless
+        ``run.attach_allow_mismatch`` (:func:`ascendflow.runner.attach_config.check_cache_config`)."""
+        return check_cache_config(url, plan.engine_args, served_cache_config(url, key), spec.run.attach_allow_mismatch)
 
     def run(self, plan: Plan, job: Job) -> Outcome:
         """One benchmark of the workload, or (``run.attach_capacity``) the SLO capacity search with its load curve
@@ -56,17 +63,21 @@ class AttachMode(Mode):
         """
         spec, key = job.spec, self._key(job)
         url = check_deployment(plan, spec, key)
-        job.tracked.set_tags({"attach.server_url": url})
+        mismatch = self._mismatch(plan, spec, url, key)
+        job.tracked.set_tags({"attach.server_url": url,
+                              **({"ascendflow.attach_mismatch": ",".join(mismatch)} if mismatch else {})})
+        warnings = [f"the server at {url} does not run the plan's {', '.join(mismatch)} (run.attach_allow_mismatch="
+                    "true): recorded tagged ascendflow.attach_mismatch, not a measurement of this plan"] if mismatch else []
         if not spec.run.attach_capacity:
             with console.step(f"benchmark of the deployment at {url} (vLLM's benchmark client)") as update:
-                return Outcome(plan, benchmark_attached(plan, spec, job.run_dir, update, url, key))
+                return Outcome(plan, benchmark_attached(plan, spec, job.run_dir, update, url, key), warnings=warnings)
         with console.step(f"capacity search at the SLO of the deployment at {url} (vLLM's benchmark client)") as update:
             result = search_capacity(plan, spec, job.run_dir, update, attached(url, key, job.run_dir))
         capacity = result["capacity"]
         plot_load_curve(capacity, job.run_dir / "capacity" / "load_curve.png", f"{job.name} · {spec.model.id}")
         return Outcome(plan, {**result, "engine": {}},
                        tags={"capacity.slo_met": str(capacity["slo_met"]).lower(),
-                             "capacity.variable": capacity["variable"]})
+                             "capacity.variable": capacity["variable"]}, warnings=warnings)
 
     @staticmethod
     def _key(job: Job) -> str | None:

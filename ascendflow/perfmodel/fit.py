@@ -63,6 +63,10 @@ def section(params: Mapping[str, str], prefix: str) -> dict[str, Any]:
 def row_of(run: Any, plan: Mapping[str, Any]) -> tuple[Row | None, str]:
     """The run as a fitting row, or ``None`` with the reason it is left out."""
     params, metrics = run.data.params, run.data.metrics
+    mismatch = run.data.tags.get("ascendflow.attach_mismatch")
+    if mismatch:
+        return None, (f"attached to a server that does not run the plan's {mismatch} (ascendflow.attach_mismatch; "
+                      "run.attach_allow_mismatch=true)")
     if "capacity_rps" in metrics:
         return None, "a capacity search (its figures are at the capacity load, not the workload's)"
     measured = {m: float(metrics[m]) for m in METRICS if metrics.get(m, 0) > 0}

@@ -41,6 +41,9 @@ class RunOptions(Spec):
             key comes from ``api_key_env``). Only read by ``run.mode=attach``.
         attach_capacity: ``run.mode=attach`` searches the SLO capacity (the ``slo`` option, as ``run.mode=capacity``)
             instead of one benchmark of the workload.
+        attach_allow_mismatch: ``run.mode=attach`` records a deployment whose KV cache knobs (``/metrics``
+            ``vllm:cache_config_info``) differ from the plan's, tagged ``ascendflow.attach_mismatch`` and warned,
+            instead of refusing it (exit 2); ``python -m ascendflow.perfmodel.fit`` skips such runs.
         profile: profile the benchmark window of a served run with vLLM's torch profiler (trace and top operators
             in ``<run dir>/profile``; see :mod:`ascendflow.profiling`).
     """
@@ -57,6 +60,7 @@ class RunOptions(Spec):
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
     server_url: str | None = None
     attach_capacity: bool = False
+    attach_allow_mismatch: bool = False
     profile: bool = False
 
     @field_validator("server_url")

@@ -62,6 +62,16 @@ def test_fit_recovers_measured_runs_and_plans_record_the_calibration(tmp_path: P
     unplanned = client.create_run(exp)  # no plan.json: left out, named
     client.log_metric(unplanned.info.run_id, "output_throughput", 10.0)
     client.set_terminated(unplanned.info.run_id, "FINISHED")
+    # Attached to a server with other KV knobs (run.attach_allow_mismatch=true): its figures would poison the fit.
+    row, params = rows_and_params()[0]
+    mismatched = client.create_run(exp, tags={"ascendflow.attach_mismatch": "engine.kv_cache_memory_bytes=4000000000"})
+    for k, v in params.items():
+        client.log_param(mismatched.info.run_id, k, v)
+    for k, v in {"output_throughput": 1.0, "median_tpot_ms": 900.0, "median_ttft_ms": 9000.0}.items():
+        client.log_metric(mismatched.info.run_id, k, v)
+    (tmp_path / "plan.json").write_text(json.dumps(row.plan))
+    client.log_artifact(mismatched.info.run_id, str(tmp_path / "plan.json"))
+    client.set_terminated(mismatched.info.run_id, "FINISHED")
 
     out = tmp_path / "calib.yaml"
     proc = subprocess.run([sys.executable, "-m", "ascendflow.perfmodel.fit", "--experiment", "npu-cluster",
@@ -70,7 +80,10 @@ def test_fit_recovers_measured_runs_and_plans_record_the_calibration(tmp_path: P
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     left_out = [line for line in proc.stderr.splitlines() if "left out" in line]
-    assert left_out == [f"left out {unplanned.info.run_id}: no plan.json"]
+    assert sorted(left_out) == sorted([
+        f"left out {unplanned.info.run_id}: no plan.json",
+        f"left out {mismatched.info.run_id}: attached to a server that does not run the plan's "
+        "engine.kv_cache_memory_bytes=4000000000 (ascendflow.attach_mismatch; run.attach_allow_mismatch=true)"])
     before = error_table(rows, packaged())
     calib = load_calibration("atlas_800i_a2", out)
     assert calib["fit"]["error_before"] == before
