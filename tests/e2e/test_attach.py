@@ -2,7 +2,7 @@
 the plan's own ``launch/node0.sh`` (compiled with ``run.mode=plan``) with an API key, shared by every case here:
 a benchmark recorded FINISHED with predictions beside measurements (and ``calibrate`` adding the server's log to that
 run, found by ``plan_hash``), a small capacity search, and bad input (wrong model name, wrong key, another
-max_model_len) refused in one line with no FINISHED run. No server at the URL needs no engine."""
+max_model_len, another KV budget) refused in one line with no FINISHED run, or with\nrun.attach_allow_mismatch=true recorded tagged. No server at the URL needs no engine."""
 
 from __future__ import annotations
 
@@ -128,6 +128,10 @@ def test_attach_capacity_search(deployment, tmp_path, mlflow_uri):
     (["engine.max_model_len=1024"], KEY,  # the deployment's plan serves its own max_model_len (engine/default: 2048)
      "error: engine.max_model_len=1024: the server at {url} serves max_model_len {served}; attach to the deployment "
      "this plan describes, or set engine.max_model_len={served}"),
+    (["engine.max_num_seqs=128", "engine.kv_cache_memory_bytes=4e9"], KEY,  # the server: 1 GiB (engine/default)
+     "error: engine.kv_cache_memory_bytes=4000000000: the server at {url} runs kv_cache_memory_bytes 1073741824 "
+     "(its /metrics vllm:cache_config_info); attach to the deployment this plan describes, or set "
+     "engine.kv_cache_memory_bytes=1073741824 (or run.attach_allow_mismatch=true to record it tagged)"),
 ])
 def test_attach_refuses_another_deployment_or_key(deployment, tmp_path, mlflow_uri, args, key, line):
     url, plan_dir = deployment[0], deployment[1]
@@ -139,6 +143,19 @@ def test_attach_refuses_another_deployment_or_key(deployment, tmp_path, mlflow_u
     (run,) = mlflow_runs(mlflow_uri)
     assert run.info.status == "FAILED" and not (single_run_dir(tmp_path) / "plan.json").exists()
     no_secret(proc, single_run_dir(tmp_path), key)
+
+
+def test_attach_allow_mismatch_records_it_tagged_and_warned(deployment, tmp_path, mlflow_uri):
+    url = deployment[0]
+    proc = attach(url, tmp_path, mlflow_uri, "engine.max_num_seqs=128", "engine.kv_cache_memory_bytes=4e9",
+                  "run.attach_allow_mismatch=true")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["ascendflow.attach_mismatch"] == "engine.kv_cache_memory_bytes=4000000000"
+    assert (f"the server at {url} does not run the plan's engine.kv_cache_memory_bytes=4000000000 "
+            "(run.attach_allow_mismatch=true): recorded tagged ascendflow.attach_mismatch, not a measurement of this "
+            "plan") in proc.stdout + proc.stderr
 
 
 def test_attach_to_no_server_is_one_line(tmp_path, mlflow_uri):
