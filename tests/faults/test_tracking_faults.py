@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_ascendflow
 from tests.e2e.helpers import artifact_paths, descendants, mlflow_runs, single_run_dir, still_alive, wait_for
 
@@ -30,6 +32,7 @@ def _running(uri: str) -> list:
         return []
 
 
+@pytest.mark.engine
 def test_a_sigkilled_runner_s_run_is_ended_failed_at_the_next_start(tmp_path, mlflow_uri):
     from ascendflow.tracking.store import open_client
 
