@@ -136,12 +136,7 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
     try:
         spec = inputs.valid_spec()
         mode = mode_for(spec)
-        mode.check(spec)  # e.g. a bad SLO is refused before anything starts
-        if spec.pd.enabled and mode.name not in ("plan", "rehearse"):
-            raise ConfigError("run.mode", mode.name,
-                              f"pd.connector={spec.pd.connector}: a PD deployment is planned or rehearsed only "
-                              f"(per-role serving is not built yet, docs/pd.md); use run.mode=plan or "
-                              f"rehearse")
+        mode.check(spec)  # e.g. a bad SLO, or a PD deployment in a mode that cannot run one
         if not multirun and spec.slo.measure_top is not None:
             raise ConfigError("slo.measure_top", spec.slo.measure_top,
                               "prunes the configs of a capacity sweep before they run, and this is a single run; run "

@@ -38,6 +38,7 @@ class AttachMode(Mode):
                                                       f"scripts' port is run.launch_port={spec.run.launch_port})")
         if spec.run.attach_capacity:
             load_range(spec.slo, spec.workload)
+        super().check(spec)
 
     def prepare(self, plan: Plan, job: Job) -> None:
         """The deployment answers, accepts the key and serves the plan's model: checked before the plan is written.

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ascendflow.compiler import Plan
-from ascendflow.schema import RunSpec
+from ascendflow.schema import ConfigError, RunSpec
 from ascendflow.tracking import TrackedRun
 
 
@@ -82,6 +82,8 @@ class Mode(ABC):
             are sampled, failed requests are checked and the sweep objective is scored from its metrics.
         predictions_prefix: prefix of the written plan's ``predicted_*`` metrics (``target_`` when the mode measures
             another plan, so no measured value sits beside a prediction for another model and device).
+        supports_pd: runs a PD (prefill/decode) deployment; the others refuse it in :meth:`check` (per-role serving
+            is not built yet, docs/pd.md).
     """
 
     name: ClassVar[str]
@@ -89,13 +91,19 @@ class Mode(ABC):
     needs_weights: ClassVar[bool] = True
     runs_engine: ClassVar[bool] = True
     predictions_prefix: ClassVar[str] = ""
+    supports_pd: ClassVar[bool] = False
 
     def check(self, spec: RunSpec) -> None:
-        """Refuse a spec this mode cannot run, before anything is recorded or loaded (default: nothing to refuse).
+        """Refuse a spec this mode cannot run, before anything is recorded or loaded (default: a PD deployment in a
+        mode without ``supports_pd``). A subclass that refuses more calls ``super().check(spec)`` after its own rules.
 
         Raises:
             ConfigError: the key, value, rule and fix.
         """
+        if spec.pd.enabled and not self.supports_pd:
+            raise ConfigError("run.mode", self.name,
+                              f"pd.connector={spec.pd.connector}: a PD deployment is planned or rehearsed only "
+                              f"(per-role serving is not built yet, docs/pd.md); use run.mode=plan or rehearse")
 
     def profile_warnings(self, spec: RunSpec) -> list[str]:
         """The warning for ``run.profile=true`` when this mode does not profile (only served runs are profiled)."""

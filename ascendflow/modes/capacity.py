@@ -30,6 +30,7 @@ class CapacityMode(Mode):
             ConfigError: see :func:`ascendflow.capacity.search.load_range`.
         """
         load_range(spec.slo, spec.workload)
+        super().check(spec)
 
     def run(self, plan: Plan, job: Job) -> Outcome:
         """Skip a config the sweep pruned (``result=None``); else search the capacity and plot its load curve

@@ -11,6 +11,7 @@ class PlanMode(Mode):
     """The plan alone: its files are written by the job; nothing runs and nothing is measured."""
 
     name = "plan"
+    supports_pd = True  # a PD plan's roles are planned
     needs_hardware = False
     needs_weights = False
     runs_engine = False

@@ -19,6 +19,7 @@ class RehearseMode(Mode):
     """Rehearse the plan's nodes on this machine, whatever the plan's hardware."""
 
     name = "rehearse"
+    supports_pd = True  # a PD plan's roles are rehearsed
     needs_hardware = False  # runs on this machine's CPU engine
     needs_weights = False  # the rehearsal's tiny model is resolved by rehearsal_plan
     predictions_prefix = "target_"
