@@ -46,7 +46,7 @@ def refuse_bad_overrides(argv: list[str]) -> None:
     """A single run's command-line overrides must compose: a key that is not in the config (``engine.max_num_seq=8``)
     or a group option that does not exist (``+recipe=nope``, ``model=smolm2``) is one line, exit 2, before anything
     starts — Hydra itself prints several lines and exits 1. Sweeps (``-m``) are checked by the sweep callback
-    (:func:`ascendflow.tracking.sweep.refuse_bad_search_space`); ``HYDRA_FULL_ERROR=1``, ``--cfg``, ``--help``,
+    (:func:`ascendflow.sweeps.checks.refuse_bad_search_space`); ``HYDRA_FULL_ERROR=1``, ``--cfg``, ``--help``,
     ``--info`` and shell completion are left to Hydra. Composing the config once more costs about 0.3 s.
 
     Raises:

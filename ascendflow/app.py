@@ -46,7 +46,8 @@ from ascendflow.tracking.run_dir import set_aside_earlier_outputs
 from ascendflow.tracking.server import ServerStartError, TrackingServer, wants_server
 from ascendflow.tracking.store import StoreFullError, refuse_unusable_store, tracking_uri, unusable_store
 from ascendflow.tracking.run_names import job_run_name
-from ascendflow.tracking.sweep import end_parent, read_sweep, refuse_parallel_engines
+from ascendflow.sweeps.checks import refuse_parallel_engines
+from ascendflow.tracking.sweep import end_parent, read_sweep
 
 
 def _scrub_hydra_copies(run_dir: Path, sweep_dir: Path | None, values: list[str]) -> None:

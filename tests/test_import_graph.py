@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("perfmodel/capacity", ("ascendflow.capacity", "ascendflow.perfmodel")),
     ("runner", ("ascendflow.runner", "ascendflow.profiling", "ascendflow.rehearsal", "ascendflow.vllm_plugin")),
     ("tracking", ("ascendflow.tracking",)),
-    ("entry points", ("ascendflow.app", "ascendflow.__main__", "ascendflow.job_inputs", "ascendflow.modes",
+    ("entry points", ("ascendflow.app", "ascendflow.__main__", "ascendflow.job_inputs", "ascendflow.modes", "ascendflow.sweeps",
                       "ascendflow.perfmodel.fit",
                       "ascendflow.report", "ascendflow.sync", "ascendflow.calibrate", "ascendflow.precision", "ascendflow.compare",
                       "ascendflow.upgrade")),
