@@ -9,10 +9,9 @@ from ascendflow.compiler.checks.startup import (check_cpu_pipeline_eager, check_
                                               check_w8a8_dtype, torchair_enabled)
 from ascendflow.compiler.graph.capture import GraphContext, graph_plan
 from ascendflow.compiler.launch.engine_args import PROFILE_DIR, build_engine_args
-from ascendflow.compiler.launch.environment import common_env, node_address, worker_env
-from ascendflow.compiler.launch.multinode_dp import node_argv
-from ascendflow.compiler.launch.nnodes import nnodes_argv
-from ascendflow.compiler.launch.ray_cluster import ray_worker_argv
+from ascendflow.compiler.launch.base import Launcher
+from ascendflow.compiler.launch.environment import common_env, worker_env
+from ascendflow.compiler.launch.registry import launcher_for
 from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
 from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.estimates import plan_estimates
@@ -25,7 +24,7 @@ from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, pp_par
 from ascendflow.compiler.placement.idle import idle_warning
 from ascendflow.compiler.placement.nodes import place
 from ascendflow.compiler.placement.topology import check_mla_heads, check_parallel
-from ascendflow.compiler.plan import MemoryPlan, Plan, StagePlan, TargetPlan, WorkerPlan, plan_hash
+from ascendflow.compiler.plan import MemoryPlan, NodePlacement, Plan, StagePlan, TargetPlan, WorkerPlan, plan_hash
 from ascendflow.compiler.rules.additional_config import additional_config
 from ascendflow.compiler.rules.engine_rules import EngineRules, engine_rules
 from ascendflow.compiler.rules.software import software_row
@@ -427,17 +426,13 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                                     block_size=block_size, graph=graph, extra_config=extra_config,
                                     pinned_kv=memory.kv_cache_bytes if eng.pin_kv_cache_memory and not explicit_kv
                                     else explicit_kv)
-    if launcher in ("mp-nnodes", "ray"):
-        engine_args["distributed_executor_backend"] = par.distributed_executor_backend
+    starter = launcher_for(launcher)
+    engine_args = starter.engine_args(engine_args)
     env = common_env(spec, graphs_on=graph.cudagraph_mode != "NONE")
     if spec.run.profile and hw.kind != "cpu" and rules.profiler_switch == "env":
         env["VLLM_TORCH_PROFILER_DIR"] = PROFILE_DIR  # vLLM 0.11 envs.py (the CPU runner adds its own switch)
-    if launcher == "ray" and hw.kind == "npu":
-        # vllm-ascend v0.23.0 docs/source/tutorials/features/ray.md; platform.py ray_noset_device_env_vars: Ray must
-        # not rewrite ASCEND_RT_VISIBLE_DEVICES per worker (vLLM assigns the devices itself).
-        env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] = "1"
-    workers = [_worker(spec, launcher, engine_args, node.node_rank, node.dp_ranks[0], len(node.dp_ranks),
-                       node.devices) for node in placement]
+    env.update(starter.env(hw.kind))
+    workers = [_worker(spec, starter, engine_args, node) for node in placement]
 
     if role is None and hw.kind != "cpu":
         idle = idle_warning([len(n.devices) for n in placement], hw.devices_per_node, par.tensor_parallel_size,
@@ -465,23 +460,9 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                 launcher=launcher, placement=placement)
 
 
-def _worker(spec: RunSpec, launcher: str, engine_args: dict, node: int, first_dp: int, local_dp: int,
-            devices: list[int]) -> WorkerPlan:
+def _worker(spec: RunSpec, launcher: Launcher, engine_args: dict, node: NodePlacement) -> WorkerPlan:
     """Node ``node``'s worker: its environment and the command its launcher runs there
-    (:mod:`ascendflow.compiler.launch.multinode_dp`, :mod:`~ascendflow.compiler.launch.nnodes`,
-    :mod:`~ascendflow.compiler.launch.ray_cluster`)."""
-    hw, par, port = spec.hardware, spec.parallel, spec.run.launch_port
-    head = node_address(spec, 0)
-    if launcher == "mp-nnodes":
-        argv = nnodes_argv(hw.kind, engine_args, host="0.0.0.0", port=port, node=node, nodes=par.nodes,
-                           master_addr=head, master_port=par.master_port)
-    elif launcher == "ray" and node > 0:
-        argv = ray_worker_argv(head_addr=head, ray_port=par.ray_port, node_addr=node_address(spec, node))
-    elif launcher == "ray":
-        argv = node_argv(hw.kind, engine_args, host="0.0.0.0", port=port, node=0, nodes=1, dp_local=1, dp_start=0,
-                         dp_address=head, dp_rpc_port=par.data_parallel_rpc_port)
-    else:
-        argv = node_argv(hw.kind, engine_args, host="0.0.0.0", port=port, node=node, nodes=par.nodes,
-                         dp_local=local_dp, dp_start=first_dp, dp_address=head, dp_rpc_port=par.data_parallel_rpc_port)
-    return WorkerPlan(node_rank=node, dp_rank=first_dp, devices=devices, env=worker_env(spec, node, devices),
-                      command=argv)
+    (:meth:`~ascendflow.compiler.launch.base.Launcher.argv`)."""
+    return WorkerPlan(node_rank=node.node_rank, dp_rank=node.dp_ranks[0], devices=node.devices,
+                      env=worker_env(spec, node.node_rank, node.devices),
+                      command=launcher.argv(spec, engine_args, node))

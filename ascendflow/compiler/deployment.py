@@ -16,10 +16,10 @@ from ascendflow.compiler.checks.pd import (check_decode_capacity, check_kv_ports
                                           check_listen_ports, check_prefill_capacity, check_proxy, check_roles, dp_ranks_per_node,
                                           request_tokens)
 from ascendflow.compiler.compile import compile_plan
-from ascendflow.compiler.launch.common import engine_args_to_argv, serve_prefix
 from ascendflow.compiler.launch.environment import node_address
 from ascendflow.compiler.launch.pd_proxy import proxy_command
 from ascendflow.compiler.launch.pd_scripts import pd_launch_scripts
+from ascendflow.compiler.launch.pd_workers import PDLauncher
 from ascendflow.compiler.launch.scripts import launch_scripts
 from ascendflow.compiler.placement.idle import idle_warning
 from ascendflow.compiler.plan import Plan, RolePlan, TargetPlan, WorkerPlan, plan_hash
@@ -98,7 +98,7 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
                 "proxy": proxy.model_dump()}
     return decode.model_copy(update={
         "plan_hash": plan_hash(semantic), "target": target, "workers": workers,
-        "serve_command": roles["decode"].workers[0].command, "warnings": warnings, "launcher": f"pd-{pd.connector}",
+        "serve_command": roles["decode"].workers[0].command, "warnings": warnings, "launcher": PDLauncher.name_for(pd.connector),
         "placement": [], "roles": roles, "proxy": proxy})
 
 
@@ -222,12 +222,13 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
                 for j in range(per_node):
                     devices = list(range(offset + j * tp, offset + (j + 1) * tp))
                     port = api_port + j
-                    workers.append(_worker(spec, plan, node, dp_start + j, devices, port, common, external=True))
+                    workers.append(PDLauncher().worker(spec, plan.engine_args, node, dp_start + j, devices, port,
+                                                       common, external=True))
                     endpoints.append([host, port])
             else:
                 devices = list(range(offset, offset + per_node * tp))
-                workers.append(_worker(spec, plan, node, dp_start, devices, api_port, common, external=False,
-                                       headless=local_node > 0))
+                workers.append(PDLauncher().worker(spec, plan.engine_args, node, dp_start, devices, api_port, common,
+                                                   external=False, headless=local_node > 0))
                 if local_node == 0:
                     endpoints.append([host, api_port])
             if pd.single_node:
@@ -242,33 +243,6 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
                     memory=plan.memory, kv_cache=plan.kv_cache, graph=plan.graph, workers=workers,
                     kv_transfer=configs, kv_port_ranges=ranges, endpoints=endpoints,
                     warnings=plan.warnings), next_node, first_device if pd.single_node else 0
-
-
-def _worker(spec: RunSpec, plan: Plan, node: int, dp_rank: int, devices: list[int], port: int,
-            common: dict[str, Any], *, external: bool, headless: bool = False) -> WorkerPlan:
-    """One ``vllm serve``: external DP (``--data-parallel-rank``) or internal DP (``--data-parallel-size-local``)."""
-    args = plan.engine_args
-    argv = [*serve_prefix(spec.hardware.kind, False), str(args["model"]), *engine_args_to_argv(args)]
-    dp = args["data_parallel_size"]
-    par = spec.parallel
-    if external and dp > 1:
-        argv += ["--data-parallel-rank", str(dp_rank), "--data-parallel-address", common["head"],
-                 "--data-parallel-rpc-port", str(par.data_parallel_rpc_port)]
-    elif not external and dp > 1:
-        argv += ["--data-parallel-size-local", str(len(devices) // args["tensor_parallel_size"]),
-                 "--data-parallel-start-rank", str(dp_rank), "--data-parallel-address", common["head"],
-                 "--data-parallel-rpc-port", str(par.data_parallel_rpc_port)]
-        argv += ["--headless"] if headless else []
-    argv += ["--kv-transfer-config", _json(common["config"]), "--host", "0.0.0.0", "--port", str(port)]
-    hw = spec.hardware
-    env = {hw.visible_devices_env: ",".join(map(str, devices))} if hw.visible_devices_env else {}
-    if hw.kind == "npu" and not spec.pd.single_node:
-        env["HCCL_IF_IP"] = common["host"]
-    return WorkerPlan(node_rank=node, dp_rank=dp_rank, devices=devices, env=env, command=argv)
-
-
-def _json(value: dict[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 def deployment_scripts(plan: Plan) -> dict[str, str]:
