@@ -1,4 +1,5 @@
-"""``compile_deployment``: a co-located plan (:func:`~ascendflow.compiler.compile.compile_plan`), or a PD plan whose
+"""``compile_plan``, the compiler's one entry: a co-located plan (:func:`~ascendflow.compiler.compile.compile_colocated`,
+the named passes), or a PD plan whose
 roles are each compiled by the same passes with the role's own rules, then wired: per-node ``--kv-transfer-config``,
 per-DP-rank workers, the proxy, the consistency checks (:mod:`ascendflow.compiler.checks.pd`) and one hash.
 
@@ -15,7 +16,7 @@ from typing import Any
 from ascendflow.compiler.checks.pd import (check_decode_capacity, check_kv_ports, check_kv_transfer,
                                           check_listen_ports, check_prefill_capacity, check_proxy, check_roles, dp_ranks_per_node,
                                           request_tokens)
-from ascendflow.compiler.compile import compile_plan
+from ascendflow.compiler.compile import compile_colocated
 from ascendflow.compiler.launch.environment import node_address
 from ascendflow.compiler.launch.pd_proxy import proxy_command
 from ascendflow.compiler.launch.pd_scripts import pd_launch_scripts
@@ -35,10 +36,10 @@ ROLES = ("prefill", "decode")
 KV_ROLE = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 
-def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
+def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                        host_memory_bytes: int | None = None, host_amx: bool = True,
                        host_avx512_bf16: bool = True, checkpoint: CheckpointInventory | None = None) -> Plan:
-    """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_plan`) or PD-disaggregated.
+    """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_colocated`) or PD-disaggregated.
 
     A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args``/``serve_command`` are the decode role's
     (its first worker's argv); ``workers`` hold every engine process of both roles; ``roles`` and ``proxy`` carry the
@@ -46,12 +47,12 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
     proxy, the target and the model, not the model path.
 
     Raises:
-        ConfigError: every refusal of :func:`compile_plan` per role, and the PD consistency and sizing checks.
+        ConfigError: every refusal of :func:`compile_colocated` per role, and the PD consistency and sizing checks.
     """
     kwargs = dict(model_path=model_path, host_memory_bytes=host_memory_bytes, host_amx=host_amx,
                   host_avx512_bf16=host_avx512_bf16, checkpoint=checkpoint)
     if not spec.pd.enabled:
-        return compile_plan(spec, arch, **kwargs)
+        return compile_colocated(spec, arch, **kwargs)
     pd, hw = spec.pd, spec.hardware
     specs = {name: _role_spec(spec, getattr(pd, name)) for name in ROLES}
     check_roles(pd, hw.devices_per_node, specs["prefill"].engine.num_speculative_tokens,
@@ -124,14 +125,14 @@ def _listeners(pd: PDSpec, roles: dict[str, RolePlan], node_of: dict[str, int], 
 
 
 def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, kwargs: dict[str, Any]) -> Plan:
-    """:func:`compile_plan` of one instance of role ``name``; a refusal of a key the role sets names the role's key
+    """:func:`compile_colocated` of one instance of role ``name``; a refusal of a key the role sets names the role's key
     (``pd.decode.max_num_seqs``, not ``engine.max_num_seqs``).
 
     Raises:
         ConfigError: the instance's refusal, its key mapped to the role's where the role holds it.
     """
     try:
-        return compile_plan(spec, arch, role=name, **kwargs)
+        return compile_colocated(spec, arch, role=name, **kwargs)
     except ConfigError as error:
         group, _, field = error.key.partition(".")
         if group in ("engine", "parallel", "graph") and field in RoleSpec.model_fields:
