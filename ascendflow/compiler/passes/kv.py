@@ -92,8 +92,8 @@ def kv_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inputs: 
             notes.append(f"{hw.software} stores the Mamba SSM state in float32 on an AVX512-BF16 host "
                          f"(hardware.avx512_bf16 or this machine's CPU flags; vllm/platforms/cpu.py "
                          f"check_and_update_config): attention block {kv.block_size} tokens")
-        scaled = multi_group_scaled_bytes(budget, kv.groups) if rules.kv_multi_group_scaling and mem.explicit_kv is None \
-            else budget
+        scaled = (multi_group_scaled_bytes(budget, kv.groups) if rules.kv_multi_group_scaling
+                  and mem.explicit_kv is None else budget)
         if scaled != budget:
             notes.append(f"{hw.software} scales the KV budget by the largest KV group's share of all groups' page "
                          f"bytes (× {scaled / budget:.4f} with {len(kv.groups)} groups, worker.py "
