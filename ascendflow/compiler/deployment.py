@@ -1,7 +1,8 @@
-"""``compile_plan``, the compiler's one entry: a co-located plan (:func:`~ascendflow.compiler.compile.compile_colocated`,
-the named passes), or a PD plan whose
-roles are each compiled by the same passes with the role's own rules, then wired: per-node ``--kv-transfer-config``,
-per-DP-rank workers, the proxy, the consistency checks (:mod:`ascendflow.compiler.checks.pd`) and one hash.
+"""``compile_plan``, the compiler's one entry: a co-located plan (the named passes of
+:func:`~ascendflow.compiler.compile.compile_colocated`), or a PD plan whose roles are each compiled by the same passes
+with the role's own rules, then wired: per-node ``--kv-transfer-config``, per-DP-rank workers
+(:class:`~ascendflow.compiler.launch.pd_workers.PDLauncher`), the proxy, the consistency checks
+(:mod:`ascendflow.compiler.checks.pd`) and one hash.
 
 Launch conventions (vllm-ascend v0.25.1rc1): ``examples/external_online_dp/launch_online_dp.py`` (external DP: rank
 ``start + i`` on port ``vllm_start_port + i`` with devices ``i·TP .. (i+1)·TP − 1``), the multi-node PD tutorial
@@ -23,7 +24,7 @@ from ascendflow.compiler.launch.pd_scripts import pd_launch_scripts
 from ascendflow.compiler.launch.pd_workers import PDLauncher
 from ascendflow.compiler.launch.scripts import launch_scripts
 from ascendflow.compiler.placement.idle import idle_warning
-from ascendflow.compiler.plan import Plan, RolePlan, TargetPlan, WorkerPlan, plan_hash
+from ascendflow.compiler.plan import Plan, RolePlan, plan_hash
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory
@@ -99,7 +100,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                 "proxy": proxy.model_dump()}
     return decode.model_copy(update={
         "plan_hash": plan_hash(semantic), "target": target, "workers": workers,
-        "serve_command": roles["decode"].workers[0].command, "warnings": warnings, "launcher": PDLauncher.name_for(pd.connector),
+        "serve_command": roles["decode"].workers[0].command, "warnings": warnings,
+        "launcher": PDLauncher.name_for(pd.connector),
         "placement": [], "roles": roles, "proxy": proxy})
 
 
@@ -199,6 +201,7 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
     per_node = dp_ranks_per_node(role, name)
     tp = role.tensor_parallel_size
     workers, configs, ranges, endpoints, nodes = [], [], [], [], []
+    launcher = PDLauncher()
     for instance in range(role.instances):
         engine_id = f"{name}{instance}"
         kv_port = role.kv_port + instance * role.kv_port_stride
@@ -223,13 +226,13 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
                 for j in range(per_node):
                     devices = list(range(offset + j * tp, offset + (j + 1) * tp))
                     port = api_port + j
-                    workers.append(PDLauncher().worker(spec, plan.engine_args, node, dp_start + j, devices, port,
-                                                       common, external=True))
+                    workers.append(launcher.worker(spec, plan.engine_args, node, dp_start + j, devices, port, common,
+                                                   external=True))
                     endpoints.append([host, port])
             else:
                 devices = list(range(offset, offset + per_node * tp))
-                workers.append(PDLauncher().worker(spec, plan.engine_args, node, dp_start, devices, api_port, common,
-                                                   external=False, headless=local_node > 0))
+                workers.append(launcher.worker(spec, plan.engine_args, node, dp_start, devices, api_port, common,
+                                               external=False, headless=local_node > 0))
                 if local_node == 0:
                     endpoints.append([host, api_port])
             if pd.single_node:
