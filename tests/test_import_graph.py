@@ -38,7 +38,8 @@ COMPILER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("passes", ("ascendflow.compiler.checks", "ascendflow.compiler.placement", "ascendflow.compiler.memory",
                 "ascendflow.compiler.graph")),
     ("launch", ("ascendflow.compiler.launch",)),
-    ("entry", ("ascendflow.compiler", "ascendflow.compiler.compile", "ascendflow.compiler.deployment")),
+    ("entry", ("ascendflow.compiler", "ascendflow.compiler.compile", "ascendflow.compiler.deployment",
+               "ascendflow.compiler.passes")),
 )
 
 

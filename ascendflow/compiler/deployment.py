@@ -1,6 +1,8 @@
-"""``compile_deployment``: a co-located plan (:func:`~ascendflow.compiler.compile.compile_plan`), or a PD plan whose
-roles are each compiled by the same passes with the role's own rules, then wired: per-node ``--kv-transfer-config``,
-per-DP-rank workers, the proxy, the consistency checks (:mod:`ascendflow.compiler.checks.pd`) and one hash.
+"""``compile_plan``, the compiler's one entry: a co-located plan (the named passes of
+:func:`~ascendflow.compiler.compile.compile_colocated`), or a PD plan whose roles are each compiled by the same passes
+with the role's own rules, then wired: per-node ``--kv-transfer-config``, per-DP-rank workers
+(:class:`~ascendflow.compiler.launch.pd_workers.PDLauncher`), the proxy, the consistency checks
+(:mod:`ascendflow.compiler.checks.pd`) and one hash.
 
 Launch conventions (vllm-ascend v0.25.1rc1): ``examples/external_online_dp/launch_online_dp.py`` (external DP: rank
 ``start + i`` on port ``vllm_start_port + i`` with devices ``i·TP .. (i+1)·TP − 1``), the multi-node PD tutorial
@@ -15,14 +17,14 @@ from typing import Any
 from ascendflow.compiler.checks.pd import (check_decode_capacity, check_kv_ports, check_kv_transfer,
                                           check_listen_ports, check_prefill_capacity, check_proxy, check_roles, dp_ranks_per_node,
                                           request_tokens)
-from ascendflow.compiler.compile import compile_plan
-from ascendflow.compiler.launch.common import engine_args_to_argv, serve_prefix
+from ascendflow.compiler.compile import compile_colocated
 from ascendflow.compiler.launch.environment import node_address
 from ascendflow.compiler.launch.pd_proxy import proxy_command
 from ascendflow.compiler.launch.pd_scripts import pd_launch_scripts
+from ascendflow.compiler.launch.pd_workers import PDLauncher
 from ascendflow.compiler.launch.scripts import launch_scripts
 from ascendflow.compiler.placement.idle import idle_warning
-from ascendflow.compiler.plan import Plan, RolePlan, TargetPlan, WorkerPlan, plan_hash
+from ascendflow.compiler.plan import Plan, RolePlan, plan_hash
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory
@@ -35,10 +37,10 @@ ROLES = ("prefill", "decode")
 KV_ROLE = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 
-def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
+def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                        host_memory_bytes: int | None = None, host_amx: bool = True,
                        host_avx512_bf16: bool = True, checkpoint: CheckpointInventory | None = None) -> Plan:
-    """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_plan`) or PD-disaggregated.
+    """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_colocated`) or PD-disaggregated.
 
     A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args``/``serve_command`` are the decode role's
     (its first worker's argv); ``workers`` hold every engine process of both roles; ``roles`` and ``proxy`` carry the
@@ -46,12 +48,12 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
     proxy, the target and the model, not the model path.
 
     Raises:
-        ConfigError: every refusal of :func:`compile_plan` per role, and the PD consistency and sizing checks.
+        ConfigError: every refusal of :func:`compile_colocated` per role, and the PD consistency and sizing checks.
     """
     kwargs = dict(model_path=model_path, host_memory_bytes=host_memory_bytes, host_amx=host_amx,
                   host_avx512_bf16=host_avx512_bf16, checkpoint=checkpoint)
     if not spec.pd.enabled:
-        return compile_plan(spec, arch, **kwargs)
+        return compile_colocated(spec, arch, **kwargs)
     pd, hw = spec.pd, spec.hardware
     specs = {name: _role_spec(spec, getattr(pd, name)) for name in ROLES}
     check_roles(pd, hw.devices_per_node, specs["prefill"].engine.num_speculative_tokens,
@@ -98,7 +100,8 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
                 "proxy": proxy.model_dump()}
     return decode.model_copy(update={
         "plan_hash": plan_hash(semantic), "target": target, "workers": workers,
-        "serve_command": roles["decode"].workers[0].command, "warnings": warnings, "launcher": f"pd-{pd.connector}",
+        "serve_command": roles["decode"].workers[0].command, "warnings": warnings,
+        "launcher": PDLauncher.name_for(pd.connector),
         "placement": [], "roles": roles, "proxy": proxy})
 
 
@@ -124,14 +127,14 @@ def _listeners(pd: PDSpec, roles: dict[str, RolePlan], node_of: dict[str, int], 
 
 
 def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, kwargs: dict[str, Any]) -> Plan:
-    """:func:`compile_plan` of one instance of role ``name``; a refusal of a key the role sets names the role's key
+    """:func:`compile_colocated` of one instance of role ``name``; a refusal of a key the role sets names the role's key
     (``pd.decode.max_num_seqs``, not ``engine.max_num_seqs``).
 
     Raises:
         ConfigError: the instance's refusal, its key mapped to the role's where the role holds it.
     """
     try:
-        return compile_plan(spec, arch, role=name, **kwargs)
+        return compile_colocated(spec, arch, role=name, **kwargs)
     except ConfigError as error:
         group, _, field = error.key.partition(".")
         if group in ("engine", "parallel", "graph") and field in RoleSpec.model_fields:
@@ -198,6 +201,7 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
     per_node = dp_ranks_per_node(role, name)
     tp = role.tensor_parallel_size
     workers, configs, ranges, endpoints, nodes = [], [], [], [], []
+    launcher = PDLauncher()
     for instance in range(role.instances):
         engine_id = f"{name}{instance}"
         kv_port = role.kv_port + instance * role.kv_port_stride
@@ -222,12 +226,13 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
                 for j in range(per_node):
                     devices = list(range(offset + j * tp, offset + (j + 1) * tp))
                     port = api_port + j
-                    workers.append(_worker(spec, plan, node, dp_start + j, devices, port, common, external=True))
+                    workers.append(launcher.worker(spec, plan.engine_args, node, dp_start + j, devices, port, common,
+                                                   external=True))
                     endpoints.append([host, port])
             else:
                 devices = list(range(offset, offset + per_node * tp))
-                workers.append(_worker(spec, plan, node, dp_start, devices, api_port, common, external=False,
-                                       headless=local_node > 0))
+                workers.append(launcher.worker(spec, plan.engine_args, node, dp_start, devices, api_port, common,
+                                               external=False, headless=local_node > 0))
                 if local_node == 0:
                     endpoints.append([host, api_port])
             if pd.single_node:
@@ -242,33 +247,6 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
                     memory=plan.memory, kv_cache=plan.kv_cache, graph=plan.graph, workers=workers,
                     kv_transfer=configs, kv_port_ranges=ranges, endpoints=endpoints,
                     warnings=plan.warnings), next_node, first_device if pd.single_node else 0
-
-
-def _worker(spec: RunSpec, plan: Plan, node: int, dp_rank: int, devices: list[int], port: int,
-            common: dict[str, Any], *, external: bool, headless: bool = False) -> WorkerPlan:
-    """One ``vllm serve``: external DP (``--data-parallel-rank``) or internal DP (``--data-parallel-size-local``)."""
-    args = plan.engine_args
-    argv = [*serve_prefix(spec.hardware.kind, False), str(args["model"]), *engine_args_to_argv(args)]
-    dp = args["data_parallel_size"]
-    par = spec.parallel
-    if external and dp > 1:
-        argv += ["--data-parallel-rank", str(dp_rank), "--data-parallel-address", common["head"],
-                 "--data-parallel-rpc-port", str(par.data_parallel_rpc_port)]
-    elif not external and dp > 1:
-        argv += ["--data-parallel-size-local", str(len(devices) // args["tensor_parallel_size"]),
-                 "--data-parallel-start-rank", str(dp_rank), "--data-parallel-address", common["head"],
-                 "--data-parallel-rpc-port", str(par.data_parallel_rpc_port)]
-        argv += ["--headless"] if headless else []
-    argv += ["--kv-transfer-config", _json(common["config"]), "--host", "0.0.0.0", "--port", str(port)]
-    hw = spec.hardware
-    env = {hw.visible_devices_env: ",".join(map(str, devices))} if hw.visible_devices_env else {}
-    if hw.kind == "npu" and not spec.pd.single_node:
-        env["HCCL_IF_IP"] = common["host"]
-    return WorkerPlan(node_rank=node, dp_rank=dp_rank, devices=devices, env=env, command=argv)
-
-
-def _json(value: dict[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 def deployment_scripts(plan: Plan) -> dict[str, str]:

@@ -9,6 +9,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 
+#: Launcher names, as ``Plan.launcher`` holds them (plan.json keeps the string). The classes behind them, and the only
+#: code that tells launchers apart, are in :mod:`ascendflow.compiler.launch` (``registry.py``); the names live here so
+#: the placement pass, a floor below the launchers, can return them.
+SINGLE, MP_DP, MP_NNODES, RAY = "single", "mp-dp", "mp-nnodes", "ray"
+#: A PD plan's launcher is ``pd-<kv connector>`` (``pd-MooncakeConnectorV1``).
+PD_PREFIX = "pd-"
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -192,7 +200,7 @@ class Plan(_Frozen):
     stages: list[StagePlan] = Field(default_factory=list)
     #: How the nodes are launched: ``single`` (one node), ``mp-dp`` (multi-node DP, each DP rank within a node),
     #: ``mp-nnodes`` (vLLM ``--nnodes`` multiprocessing, a DP rank spanning nodes) or ``ray`` (Ray cluster).
-    launcher: str = "single"
+    launcher: str = SINGLE
     #: Worker ranks per node (:class:`NodePlacement`).
     placement: list[NodePlacement] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)

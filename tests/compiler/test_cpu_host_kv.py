@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from ascendflow.compiler.compile import compile_plan, mamba_ssm_cache_dtype
+from ascendflow.compiler import compile_plan
+from ascendflow.compiler.passes.kv import mamba_ssm_cache_dtype
 from ascendflow.compiler.memory.kv_budget import kv_cache_plan
 from ascendflow.compiler.memory.kv_specs import LayerKV, layer_kinds, layer_kv_specs
 from ascendflow.compiler.rules.engine_rules import engine_rules

@@ -9,7 +9,7 @@ import pytest
 
 from ascendflow.compiler import compile_plan
 from ascendflow.compiler.checks.pd import check_kv_transfer, check_proxy
-from ascendflow.compiler.compile import compile_plan as compile_colocated
+from ascendflow.compiler.compile import compile_colocated
 from ascendflow.compiler.deployment import _role_spec
 from ascendflow.models.resolve import resolve_model
 from ascendflow.schema import ConfigError, load_spec

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ascendflow.compiler import compile_plan
-from ascendflow.compiler.compile import in_flight_batches
+from ascendflow.compiler.passes.kv import in_flight_batches
 from ascendflow.compiler.graph.capture import graph_plan
 from ascendflow.compiler.rules.additional_config import keys_by_version
 from ascendflow.compiler.rules.engine_rules import engine_rules

@@ -49,8 +49,9 @@ def server_batch_defaults(rules: EngineRules, device_bytes: int, world_size: int
 
 
 def resolve_limits(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, device_bytes: int,
-                   warnings: list[str], host_amx: bool = True) -> Limits:
-    """Apply the release's defaults and checks to the engine's limits.
+                   host_amx: bool = True) -> tuple[Limits, list[str]]:
+    """Apply the release's defaults and checks to the engine's limits; returns them and the warnings (a block size
+    the release replaces).
 
     Raises:
         ConfigError: a context beyond the model, ``max_num_batched_tokens`` below ``max_num_seqs`` or (chunked prefill
@@ -83,8 +84,8 @@ def resolve_limits(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, d
         raise ConfigError("engine.max_num_batched_tokens", max_num_batched_tokens,
                           f"must be >= engine.max_num_seqs ({max_num_seqs}) (vLLM SchedulerConfig)")
     _check_workload(spec, max_model_len)
-    return Limits(max_model_len, max_num_seqs, max_num_batched_tokens,
-                  _block_size(spec, arch, rules, warnings, host_amx))
+    block_size, warnings = _block_size(spec, arch, rules, host_amx)
+    return Limits(max_model_len, max_num_seqs, max_num_batched_tokens, block_size), warnings
 
 
 def _check_workload(spec: RunSpec, max_model_len: int) -> None:
@@ -101,9 +102,10 @@ def _check_workload(spec: RunSpec, max_model_len: int) -> None:
                               f"engine.max_model_len={max_model_len}; vLLM would reject every one")
 
 
-def _block_size(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, warnings: list[str],
-                host_amx: bool) -> int:
+def _block_size(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, host_amx: bool) -> tuple[int, list[str]]:
+    """The KV block size in tokens, and a warning for each value the release or the CPU MLA backend replaces."""
     hw, eng = spec.hardware, spec.engine
+    warnings: list[str] = []
     block_size = eng.block_size or hw.kv_block_size
     if block_size % hw.kv_block_size_multiple:
         raise ConfigError("engine.block_size", eng.block_size,
@@ -130,4 +132,4 @@ def _block_size(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, warn
             warnings.append(f"engine.block_size={eng.block_size} is replaced by 16: vLLM's CPU MLA backend "
                             "(no AMX on this host) supports only 16-token blocks")
         block_size = 16
-    return block_size
+    return block_size, warnings

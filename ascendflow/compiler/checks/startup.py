@@ -116,3 +116,10 @@ def check_cpu_pipeline_eager(spec: RunSpec) -> None:
                                  f"(AssertionError in gpu_model_runner.py sync_and_gather_intermediate_tensors: the "
                                  f"eager CPU engine skips the warm-up, CPUWorker._should_warm_up_model, that "
                                  f"allocates stage 1's intermediate_tensors); use graph=compiled")
+
+
+def remote_code_warnings(spec: RunSpec) -> list[str]:
+    """The warning a plan carries when ``model.trust_remote_code`` is on (vLLM then runs the repository's code)."""
+    if not spec.model.trust_remote_code:
+        return []
+    return ["model.trust_remote_code=true: vLLM runs the model repository's own Python code on every node"]

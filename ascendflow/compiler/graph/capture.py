@@ -169,7 +169,8 @@ def rules_name(ctx: GraphContext) -> str:
 
 
 def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str]]:
-    """Resolve graph capture for the target release.
+    """Resolve graph capture for the target release: the mode, then the sizes in vllm-ascend's order
+    (:func:`_listed_sizes`, :func:`_aligned_sizes`, :func:`_device_sizes`, :func:`_spec_decode_sizes`).
 
     Returns:
         The :class:`GraphPlan` (sizes ascending) and warnings.
@@ -180,10 +181,9 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
             :func:`~ascendflow.compiler.placement.topology.check_mla_heads`.)
     """
     warnings: list[str] = []
-    hw, rules = ctx.hardware, ctx.rules
     if ctx.enforce_eager or graph.enforce_eager:
         return GraphPlan(cudagraph_mode="NONE", capture_sizes=[], enforce_eager=True), warnings
-    if hw.kind == "cpu":
+    if ctx.hardware.kind == "cpu":
         if graph.cudagraph_mode not in (None, "NONE"):
             raise ConfigError("graph.cudagraph_mode", graph.cudagraph_mode,
                               "the CPU engine captures no graphs: cudagraph_mode must be NONE or null "
@@ -193,44 +193,57 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
     mode = _mode(graph, ctx, warnings)
     if mode == "NONE":
         return GraphPlan(cudagraph_mode="NONE", capture_sizes=[], enforce_eager=False), warnings
+    sizes, listed = _listed_sizes(graph, ctx)
+    sizes, aligned = _aligned_sizes(sizes, ctx)
+    sizes, device = _device_sizes(sizes, mode, ctx)
+    sizes = _spec_decode_sizes(sizes, mode, ctx)
+    return GraphPlan(cudagraph_mode=mode, capture_sizes=sizes, enforce_eager=False), [*warnings, *listed, *aligned,
+                                                                                      *device]
 
-    k = ctx.num_speculative_tokens
-    par = ctx.parallel
+
+def _listed_sizes(graph: GraphSpec, ctx: GraphContext) -> tuple[list[int], list[str]]:
+    """The capture sizes given, or the release's default ladder (vLLM ``_set_cudagraph_sizes`` with the release's
+    maximum and appended sizes; the v0.11 Qwen3-MoE DP ladder); with a warning for sizes above
+    ``max_num_seqs × (1 + k)``."""
+    rules, par, k = ctx.rules, ctx.parallel, ctx.num_speculative_tokens
     if graph.cudagraph_capture_sizes is not None:
         sizes = sorted(set(graph.cudagraph_capture_sizes))
-        max_size = graph.max_cudagraph_capture_size or sizes[-1]
-        if sizes[-1] > ctx.max_num_seqs * (1 + k):
-            warnings.append(f"capture size {sizes[-1]} exceeds max_num_seqs × (1 + speculative tokens) = "
-                            f"{ctx.max_num_seqs * (1 + k)}: batches above max_num_seqs never occur")
-    else:
-        max_size = graph.max_cudagraph_capture_size or default_max_capture_size(rules, ctx.max_num_seqs, k)
-        if rules.capture_ladder == "step8_16":  # vLLM >= 0.13: the largest size within the batch budget
-            max_size = min(max_size, ctx.max_num_batched_tokens)
-        sizes = default_capture_sizes(max_size, rules.capture_ladder)
-        if rules.ladder_appends == "max_capture" and sizes[-1] < max_size:
-            sizes.append(max_size)
-        if (rules.ladder_appends in ("batched_tokens", "batched_tokens_and_max")
-                and ctx.max_num_batched_tokens <= max_size and ctx.max_num_batched_tokens not in sizes):
-            sizes = sorted({*sizes, ctx.max_num_batched_tokens})
-        if rules.ladder_appends == "batched_tokens_and_max" and graph.max_cudagraph_capture_size is None:
-            # vllm-ascend v0.30.0rc1 platform.py: the defaulted largest size (reduced_cg_cap, already capped at
-            # max_num_batched_tokens above) joins the list before vLLM rebuilds it.
-            sizes = sorted({*sizes, max_size})
-        if (rules.qwen3_moe_dp_ladder and ctx.arch.model_type == "qwen3_moe" and par.tensor_parallel_size == 1
-                and par.data_parallel_size > 1 and sizes[-1] <= ctx.max_num_batched_tokens):
-            # v0.11.0 utils.py update_default_aclgraph_sizes: kinder shapes for _npu_paged_attention (only when
-            # the default list is intact, i.e. nothing was dropped for max_num_batched_tokens).
-            sizes = [1, 2, 5, 10, 15, 20] + list(range(24, max_size + 1, 8))
-            max_size = sizes[-1]
+        warnings = [] if sizes[-1] <= ctx.max_num_seqs * (1 + k) else [
+            f"capture size {sizes[-1]} exceeds max_num_seqs × (1 + speculative tokens) = "
+            f"{ctx.max_num_seqs * (1 + k)}: batches above max_num_seqs never occur"]
+        return sizes, warnings
+    max_size = graph.max_cudagraph_capture_size or default_max_capture_size(rules, ctx.max_num_seqs, k)
+    if rules.capture_ladder == "step8_16":  # vLLM >= 0.13: the largest size within the batch budget
+        max_size = min(max_size, ctx.max_num_batched_tokens)
+    sizes = default_capture_sizes(max_size, rules.capture_ladder)
+    if rules.ladder_appends == "max_capture" and sizes[-1] < max_size:
+        sizes.append(max_size)
+    if (rules.ladder_appends in ("batched_tokens", "batched_tokens_and_max")
+            and ctx.max_num_batched_tokens <= max_size and ctx.max_num_batched_tokens not in sizes):
+        sizes = sorted({*sizes, ctx.max_num_batched_tokens})
+    if rules.ladder_appends == "batched_tokens_and_max" and graph.max_cudagraph_capture_size is None:
+        # vllm-ascend v0.30.0rc1 platform.py: the defaulted largest size (reduced_cg_cap, already capped at
+        # max_num_batched_tokens above) joins the list before vLLM rebuilds it.
+        sizes = sorted({*sizes, max_size})
+    if (rules.qwen3_moe_dp_ladder and ctx.arch.model_type == "qwen3_moe" and par.tensor_parallel_size == 1
+            and par.data_parallel_size > 1 and sizes[-1] <= ctx.max_num_batched_tokens):
+        # v0.11.0 utils.py update_default_aclgraph_sizes: kinder shapes for _npu_paged_attention (only when
+        # the default list is intact, i.e. nothing was dropped for max_num_batched_tokens).
+        sizes = [1, 2, 5, 10, 15, 20] + list(range(24, max_size + 1, 8))
+    return sizes, []
 
-    if sizes[-1] > ctx.max_num_batched_tokens and not (rules.qwen3_moe_dp_ladder and sizes[:6] == [1, 2, 5, 10, 15,
-                                                                                                    20]):
+
+def _aligned_sizes(sizes: list[int], ctx: GraphContext) -> tuple[list[int], list[str]]:
+    """Sizes above ``max_num_batched_tokens`` dropped (not from the v0.11 Qwen3-MoE ladder), then, with sequence
+    parallelism, only multiples of TP (vLLM ``VllmConfig.update_sizes_for_sequence_parallelism``)."""
+    warnings = []
+    if sizes[-1] > ctx.max_num_batched_tokens and not (ctx.rules.qwen3_moe_dp_ladder
+                                                       and sizes[:6] == [1, 2, 5, 10, 15, 20]):
         kept = [x for x in sizes if x <= ctx.max_num_batched_tokens]
         warnings.append(f"capture sizes above max_num_batched_tokens={ctx.max_num_batched_tokens} dropped "
                         f"({len(sizes) - len(kept)} of {len(sizes)}): no batch is larger")
         sizes = kept or [ctx.max_num_batched_tokens]
-        max_size = sizes[-1]
-    tp = par.tensor_parallel_size
+    tp = ctx.parallel.tensor_parallel_size
     if ctx.sequence_parallel and tp > 1:
         # vLLM VllmConfig.update_sizes_for_sequence_parallelism (called from vllm-ascend platform.py).
         aligned = [s for s in sizes if s % tp == 0]
@@ -239,13 +252,17 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
                               f"sequence parallelism with TP={tp} needs capture sizes that are multiples of {tp}; "
                               f"none left")
         sizes = aligned
+    return sizes, warnings
 
-    piecewise = "PIECEWISE" in mode
+
+def _device_sizes(sizes: list[int], mode: str, ctx: GraphContext) -> tuple[list[int], list[str]]:
+    """The device's limits: the Ascend 950's piecewise cap, then the ACL stream budget (PIECEWISE on NPU: pruned
+    where the release prunes, with its v0.11 speculative enlargement, else a warning with a smaller list)."""
+    hw, rules, k, warnings = ctx.hardware, ctx.rules, ctx.num_speculative_tokens, []
     cap = rules.piecewise_size_cap_950 if hw.soc == "950" else None
-    if piecewise and cap and len(sizes) > cap:
+    if "PIECEWISE" in mode and cap and len(sizes) > cap:
         sizes = sample_sizes(sizes, cap, rules.capture_order)
         warnings.append(f"{hw.device_name} keeps at most {cap} piecewise capture sizes ({rules_name(ctx)})")
-
     if hw.kind == "npu" and mode == "PIECEWISE":
         budget = stream_budget(ctx)
         if rules.stream_budget_pruning:
@@ -259,7 +276,17 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
             smaller = sample_sizes(sizes, budget, rules.capture_order) if budget > 1 else sizes[:1]
             warnings.append(f"{len(sizes)} capture sizes exceed the ACL stream budget estimate ({budget}); capture "
                             f"may fail with error 207008. Smaller list: graph.cudagraph_capture_sizes={smaller}")
+    return sizes, warnings
 
+
+def _spec_decode_sizes(sizes: list[int], mode: str, ctx: GraphContext) -> list[int]:
+    """With speculative decoding: vLLM's rounding to multiples of ``1 + k`` where the release rounds the mode, and
+    the release's FULL_DECODE_ONLY multiple check.
+
+    Raises:
+        ConfigError: see :func:`_round_for_spec_decode`; FULL_DECODE_ONLY sizes that are no multiples of ``1 + k``.
+    """
+    k, rules, tp = ctx.num_speculative_tokens, ctx.rules, ctx.parallel.tensor_parallel_size
     if k and mode in rules.spec_decode_round_modes:
         # The largest size is the last one left (vLLM keeps max_cudagraph_capture_size = sizes[-1] after each step).
         sizes = _round_for_spec_decode(sizes, k, sizes[-1], tp if ctx.ascend_sp and tp > 1 else 1)
@@ -272,4 +299,4 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
                               f"to be a multiple of num_speculative_tokens + 1 = {q} (model_runner_v1.py "
                               f"_capture_model), not {off}; use graph.cudagraph_capture_sizes="
                               f"{sorted({-(-s // q) * q for s in sizes})}")
-    return GraphPlan(cudagraph_mode=mode, capture_sizes=sizes, enforce_eager=False), warnings
+    return sizes

@@ -59,6 +59,25 @@ def engine_args_to_argv(engine_args: dict[str, Any]) -> list[str]:
     return argv
 
 
+def data_parallel_flags(*, address: str, rpc_port: int, rank: int | None = None, local: int | None = None,
+                        start: int | None = None, headless: bool = False,
+                        start_after_headless: bool = False) -> list[str]:
+    """vLLM's data-parallel flags of one ``vllm serve``, the one place they are written.
+
+    External DP (``rank`` given: one process per DP rank, vllm-ascend ``examples/external_online_dp/
+    launch_online_dp.py``): ``--data-parallel-rank r``. Internal DP: ``--data-parallel-size-local l`` and, when
+    ``start`` is given, ``--data-parallel-start-rank s``; ``--headless`` on a node that serves no API. Both end with
+    ``--data-parallel-address`` / ``--data-parallel-rpc-port`` (before ``--headless``). ``start_after_headless``:
+    the start rank after ``--headless`` instead of after the local size (``shared/reference/vllm_ascend.md`` §7,
+    the co-located multi-node DP launch: ``--headless --data-parallel-start-rank k·d``); vLLM's parser takes either.
+    """
+    head = ["--data-parallel-rank", str(rank)] if rank is not None else ["--data-parallel-size-local", str(local)]
+    start_flags = ["--data-parallel-start-rank", str(start)] if start is not None else []
+    argv = [*head, *([] if start_after_headless else start_flags), "--data-parallel-address", address,
+            "--data-parallel-rpc-port", str(rpc_port)]
+    return argv + (["--headless"] if headless else []) + (start_flags if start_after_headless else [])
+
+
 def shell_value(value: str) -> str:
     """Quote for bash; ``${ASCENDFLOW_*}`` references stay expandable (double quotes)."""
     if _REF.search(value):

@@ -1,5 +1,5 @@
 """Per-node argv of vLLM's ``--nnodes`` multiprocessing launcher, for a DP rank that spans nodes (pure). The other
-launcher for that shape, Ray, is :mod:`.ray_cluster`.
+launcher for that shape, Ray, is :mod:`.ray_cluster`. :class:`NnodesLauncher` is the ``mp-nnodes`` launcher.
 
 - ``mp-nnodes`` (vLLM >= 0.12; vllm-ascend v0.13.0 ``long_sequence_context_parallel_multi_node.md`` runs TP16 over two
   nodes this way): every node runs ``vllm serve MODEL ... --nnodes N --node-rank k --master-addr <node 0>
@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ascendflow.compiler.launch.base import Launcher
 from ascendflow.compiler.launch.common import engine_args_to_argv, serve_prefix
+from ascendflow.compiler.launch.environment import node_address
+from ascendflow.compiler.plan import MP_NNODES, NodePlacement
+from ascendflow.schema.spec import RunSpec
 
 
 def nnodes_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int, node: int, nodes: int,
@@ -34,3 +38,19 @@ def nnodes_argv(kind: str, engine_args: dict[str, Any], *, host: str, port: int,
     if node > 0:
         argv.append("--headless")
     return argv + ["--host", host, "--port", str(port)]
+
+
+class NnodesLauncher(Launcher):
+    """``mp-nnodes``: one DP rank spanning nodes under vLLM's multi-node multiprocessing (``--nnodes``), executor
+    ``mp``; every node runs :func:`nnodes_argv`."""
+
+    name = MP_NNODES
+    executor_backend = "mp"
+    spans_nodes = True
+
+    def argv(self, spec: RunSpec, engine_args: dict[str, Any], node: NodePlacement) -> list[str]:
+        """:func:`nnodes_argv` of the node, node 0 as master (``parallel.master_port``)."""
+        par = spec.parallel
+        return nnodes_argv(spec.hardware.kind, engine_args, host="0.0.0.0", port=spec.run.launch_port,
+                           node=node.node_rank, nodes=par.nodes, master_addr=node_address(spec, 0),
+                           master_port=par.master_port)

@@ -6,12 +6,18 @@ Sources: vllm-ascend v0.23.0 ``docs/source/tutorials/features/ray.md`` (head ``r
 ``ASCEND_RT_VISIBLE_DEVICES`` and ``RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1`` exported *before* ``ray
 start``: Ray workers inherit the environment of the node's raylet, so a change needs a Ray restart); vllm-ascend
 ``vllm_ascend/platform.py`` (v0.11.0 … v0.23.0) ``ray_device_key = "NPU"`` (the Ray resource the NPUs are counted in;
-``GPU`` on CUDA).
+``GPU`` on CUDA). :class:`RayLauncher` is the ``ray`` launcher.
 """
 
 from __future__ import annotations
 
-from ascendflow.compiler.plan import Plan
+from typing import Any, Callable
+
+from ascendflow.compiler.launch.base import Launcher
+from ascendflow.compiler.launch.common import engine_args_to_argv, serve_prefix
+from ascendflow.compiler.launch.environment import node_address
+from ascendflow.compiler.plan import RAY, NodePlacement, Plan
+from ascendflow.schema.spec import RunSpec
 
 #: Ray resource name of one device per hardware kind (vllm-ascend ``platform.py`` ``ray_device_key``; vLLM CUDA ``GPU``).
 RAY_RESOURCE = {"npu": "NPU", "gpu": "GPU", "cpu": "CPU"}
@@ -91,3 +97,36 @@ def ray_preflight_script(plan: Plan) -> str:
         "PY",
     ]
     return "\n".join(lines) + "\n"
+
+
+class RayLauncher(Launcher):
+    """``ray``: one DP rank spanning nodes on a Ray cluster (executor ``ray``). Node 0 starts the head
+    (:func:`ray_head_lines`, then ``ray_preflight.sh``) and runs the one ``vllm serve``; nodes k > 0 run
+    :func:`ray_worker_argv`."""
+
+    name = RAY
+    executor_backend = "ray"
+    spans_nodes = True
+    needs_ray = True
+
+    def env(self, kind: str) -> dict[str, str]:
+        """On NPU, ``RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1``: Ray must not rewrite
+        ``ASCEND_RT_VISIBLE_DEVICES`` per worker, vLLM assigns the devices itself (vllm-ascend v0.23.0
+        ``docs/source/tutorials/features/ray.md``; ``platform.py`` ``ray_noset_device_env_vars``)."""
+        return {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if kind == "npu" else {}
+
+    def argv(self, spec: RunSpec, engine_args: dict[str, Any], node: NodePlacement) -> list[str]:
+        """Node 0: ``vllm serve`` (one node's entry point, no DP flags); node k > 0: ``ray start`` joining the head."""
+        if node.node_rank > 0:
+            return ray_worker_argv(head_addr=node_address(spec, 0), ray_port=spec.parallel.ray_port,
+                                   node_addr=node_address(spec, node.node_rank))
+        return [*serve_prefix(spec.hardware.kind, False), str(engine_args["model"]), *engine_args_to_argv(engine_args),
+                "--host", "0.0.0.0", "--port", str(spec.run.launch_port)]
+
+    def head_lines(self, plan: Plan, node: int, quote: Callable[[str], str]) -> list[str]:
+        """Node 0 starts the Ray head and waits for the cluster (:func:`ray_head_lines`)."""
+        return ray_head_lines(plan, quote) if node == 0 else []
+
+    def scripts(self, plan: Plan) -> dict[str, str]:
+        """``ray_preflight.sh`` (:func:`ray_preflight_script`)."""
+        return {"ray_preflight.sh": ray_preflight_script(plan)}

@@ -9,22 +9,24 @@ import json
 
 from ascendflow.compiler.launch.common import ref_guard, required_refs, shell_value
 from ascendflow.compiler.launch.lws import lws_manifest
-from ascendflow.compiler.launch.ray_cluster import ray_head_lines, ray_preflight_script
+from ascendflow.compiler.launch.registry import launcher_for
 from ascendflow.compiler.plan import Plan
 
 def launch_scripts(plan: Plan) -> dict[str, str]:
-    """Shell scripts for the target nodes: ``node<k>.sh`` (exports, then ``exec`` of the node's argv) and, for
-    Ascend targets, ``preflight.sh``.
+    """Shell scripts for the target nodes: ``node<k>.sh`` (exports, the launcher's head lines, then ``exec`` of the
+    node's argv), the launcher's own files (:meth:`~ascendflow.compiler.launch.base.Launcher.scripts`) and, for
+    Ascend targets, ``preflight.sh`` (and ``lws.yaml`` when multi-node with ``k8s_device_resource``).
     """
     scripts: dict[str, str] = {}
+    launcher = launcher_for(plan.launcher)
     for worker in plan.workers:
-        head = ray_head_lines(plan, shell_value) if plan.launcher == "ray" and worker.node_rank == 0 else []
+        head = launcher.head_lines(plan, worker.node_rank, shell_value)
         texts = [*plan.env.values(), *worker.env.values(), *worker.command, *head]
         lines = [
             "#!/usr/bin/env bash",
             f"# ascendflow plan {plan.plan_hash}: node {worker.node_rank} of {plan.target.nodes} "
             f"({plan.target.hardware}, {plan.target.device_name}; {plan.target.engine['row']})",
-            f"# {_ranks_line(plan, worker.node_rank)}, devices {worker.devices}. Generated: recompile instead of editing.",
+            f"# {launcher.ranks_line(plan, worker.node_rank)}, devices {worker.devices}. Generated: recompile instead of editing.",
             "set -euo pipefail",
             "",
             *ref_guard(required_refs(texts)),
@@ -37,21 +39,11 @@ def launch_scripts(plan: Plan) -> dict[str, str]:
         scripts[f"node{worker.node_rank}.sh"] = "\n".join(lines) + "\n"
     if plan.target.kind == "npu":
         scripts["preflight.sh"] = preflight_script(plan)
-    if plan.launcher == "ray":
-        scripts["ray_preflight.sh"] = ray_preflight_script(plan)
+    scripts.update(launcher.scripts(plan))
     if plan.target.kind == "npu" and plan.target.nodes > 1 and plan.target.k8s_device_resource:
         scripts["lws.yaml"] = lws_manifest(plan, required_refs=required_refs(
             [t for w in plan.workers for t in [*plan.env.values(), *w.env.values(), *w.command]]))
     return scripts
-
-
-def _ranks_line(plan: Plan, node: int) -> str:
-    """The header line naming what node ``node`` runs (DP ranks, or the worker ranks of a spanning DP rank)."""
-    if plan.launcher in ("mp-nnodes", "ray") and plan.placement:
-        where = plan.placement[node]
-        return (f"{plan.launcher}: worker ranks {where.ranks[0]}-{where.ranks[-1]} (PP stages {where.pp_stages}) "
-                f"of one DP rank")
-    return f"DP ranks from {plan.workers[node].dp_rank}"
 
 
 def preflight_script(plan: Plan) -> str:

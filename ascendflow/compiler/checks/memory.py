@@ -1,0 +1,139 @@
+"""Memory refusals (pure): the start-up free-memory check, a ``--kv-cache-memory`` the release ignores, and a KV cache
+that cannot hold one ``max_model_len`` request (with the shortfall and the nearest fixes)."""
+
+from __future__ import annotations
+
+import math
+
+from ascendflow.compiler.memory.overheads import GIB
+from ascendflow.compiler.plan import KVCachePlan, MemoryPlan
+from ascendflow.compiler.rules.engine_rules import EngineRules
+from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.spec import RunSpec
+
+
+def fixes(spec: RunSpec, *, context_len: bool, weights_exceed: bool = False,
+          min_utilization: float | None = None) -> str:
+    """The nearest fixes for a KV shortfall; ``context_len``: the shortfall is for one ``max_model_len`` request;
+    ``weights_exceed``: the weights alone do not fit the device's free memory (more utilisation cannot help);
+    ``min_utilization``: the smallest utilisation that holds the non-KV memory and one request (named first, and
+    then the only fix, when it is within the device's free memory)."""
+    hints = ["lower engine.max_model_len"] if context_len else []
+    if spec.engine.kv_cache_memory_bytes or spec.hardware.default_kv_cache_memory_bytes:
+        return "; ".join(hints + ["raise engine.kv_cache_memory_bytes"])
+    if min_utilization is not None and min_utilization > spec.engine.gpu_memory_utilization and not weights_exceed:
+        return f"raise engine.gpu_memory_utilization to {min_utilization} or more (the weights fit the device)"
+    if spec.engine.gpu_memory_utilization < 0.95 and not weights_exceed:
+        hints.append("raise engine.gpu_memory_utilization (within the start-up free-memory check)")
+    hints.append("raise parallel.tensor_parallel_size or pipeline_parallel_size (or expert parallel / more nodes "
+                 "for MoE)")
+    if spec.quantization.linear_scheme is None and spec.hardware.kind == "npu":
+        hints.append("quantize (quantization=w8a8_ascend)")
+    return "; ".join(hints)
+
+
+def check_startup_memory(spec: RunSpec, rules: EngineRules, device_total: int, requested: int) -> None:
+    """vLLM/vllm-ascend worker start-up check: free memory must cover ``total × gpu_memory_utilization``
+    (``EngineRules.startup_free_memory_check``); free = total − runtime reserve − memory other processes hold.
+
+    Raises:
+        ConfigError: ``hardware.occupied_bytes`` beyond the device, or a utilisation above the free memory.
+    """
+    hw, eng = spec.hardware, spec.engine
+    if hw.occupied_bytes and hw.occupied_bytes + hw.runtime_reserved_bytes >= device_total:
+        raise ConfigError("hardware.occupied_bytes", hw.occupied_bytes,
+                          f"is more than the device holds: {device_total / GIB:.2f} GiB less the runtime reserve "
+                          f"{hw.runtime_reserved_bytes / GIB:.2f} GiB leaves "
+                          f"{(device_total - hw.runtime_reserved_bytes) / GIB:.2f} GiB; give the bytes other "
+                          f"processes hold on one device (npu-smi info), below "
+                          f"{device_total - hw.runtime_reserved_bytes}")
+    if not rules.startup_free_memory_check or hw.kind == "cpu":
+        return
+    free = device_total - hw.runtime_reserved_bytes - hw.occupied_bytes
+    if free < requested:
+        best = int(free / device_total * 100) / 100
+        if best < 0.01:
+            raise ConfigError("hardware.occupied_bytes", hw.occupied_bytes,
+                              f"leaves {free / GIB:.2f} of {device_total / GIB:.2f} GiB free at start, below 1 % of "
+                              f"the device ({hw.software} refuses to start); free the device's memory first")
+        raise ConfigError("engine.gpu_memory_utilization", eng.gpu_memory_utilization,
+                          f"requests {requested / GIB:.2f} GiB per device but only {free / GIB:.2f} of "
+                          f"{device_total / GIB:.2f} GiB are free at start (runtime reserve "
+                          f"{hw.runtime_reserved_bytes / GIB:.2f} GiB + other processes "
+                          f"{hw.occupied_bytes / GIB:.2f} GiB); {hw.software} refuses to start "
+                          f"(free memory < total × gpu_memory_utilization); use engine.gpu_memory_utilization<="
+                          f"{best}")
+
+
+def explicit_kv(spec: RunSpec, rules: EngineRules) -> int | None:
+    """The KV budget the engine takes as given (``engine.kv_cache_memory_bytes``, else the hardware default), or
+    ``None`` when the utilisation rule applies.
+
+    Raises:
+        ConfigError: ``kv_cache_memory_bytes`` or pinning on a release (or 310P) that ignores it.
+    """
+    hw, eng = spec.hardware, spec.engine
+    explicit = eng.kv_cache_memory_bytes or hw.default_kv_cache_memory_bytes
+    honoured = rules.kv_cache_memory_bytes and not (rules.p310_kv_halved and hw.soc == "310p")
+    if (explicit or eng.pin_kv_cache_memory) and not honoured:
+        key = "engine.kv_cache_memory_bytes" if explicit else "engine.pin_kv_cache_memory"
+        raise ConfigError(key, explicit or True,
+                          f"{hw.software} on {hw.device_name} ignores --kv-cache-memory (honoured from "
+                          f"vllm-ascend v0.19.1rc1, never on 310P): the KV cache would follow "
+                          f"gpu_memory_utilization instead; drop it, or target hardware.software=vllm-ascend-0.19.1rc1 "
+                          f"or later")
+    return explicit
+
+
+def check_kv_fits(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVCachePlan, explicit: int | None,
+                  max_model_len: int, max_num_seqs: int) -> list[str]:
+    """The bottleneck device's KV cache against the device and one ``max_model_len`` request (vLLM 0.32.0
+    ``get_kv_cache_configs`` / ``_check_enough_kv_cache_memory``: one request must fit in the pool less the null
+    block). Returns the warning when fewer than ``max_num_seqs`` such requests fit.
+
+    Raises:
+        ConfigError: an explicit KV budget that overflows the device or is below two blocks, a negative KV budget
+            (naming the smallest utilisation that serves when the weights fit), a context that does not fit.
+    """
+    hw, eng = spec.hardware, spec.engine
+    device_total, requested = memory.device_total_bytes, memory.requested_bytes
+    resident = memory.weights_bytes + memory.kv_cache_bytes + memory.activation_bytes + memory.non_torch_bytes
+    explicit_key = ("engine.kv_cache_memory_bytes" if eng.kv_cache_memory_bytes
+                    else "hardware.default_kv_cache_memory_bytes")
+    if explicit is not None and resident > device_total:
+        raise ConfigError(explicit_key, explicit,
+                          f"weights {memory.weights_bytes / GIB:.2f} GiB + KV {explicit / GIB:.2f} GiB + activation "
+                          f"{memory.activation_bytes / GIB:.2f} GiB exceed the device's {device_total / GIB:.2f} GiB; "
+                          f"lower it")
+    if memory.kv_cache_bytes <= 0:
+        # Not KV: what the engine holds besides the cache; with it and one request (plus the null block) within the
+        # device's free memory, a higher utilisation is the fix (a 1 GiB model at utilisation 0.0001 on 61 GiB).
+        need = requested - memory.kv_cache_bytes + kv.needed_bytes + kv.bytes_per_block
+        min_utilization = math.ceil(need / device_total * 100) / 100
+        weights_exceed = need > device_total - hw.runtime_reserved_bytes - hw.occupied_bytes or min_utilization > 1
+        graph = " − graph %.2f" % (memory.graph_bytes / GIB) if rules.graph_memory_profiled else ""
+        raise ConfigError(
+            "engine.gpu_memory_utilization", eng.gpu_memory_utilization,
+            f"leaves a negative KV budget on the bottleneck device: requested {requested / GIB:.2f} GiB − weights "
+            f"{memory.weights_bytes / GIB:.2f} − activation {memory.activation_bytes / GIB:.2f} − non-torch "
+            f"{memory.non_torch_bytes / GIB:.2f}{graph} = {memory.kv_cache_bytes / GIB:.2f} GiB; fixes: "
+            f"{fixes(spec, context_len=False, weights_exceed=weights_exceed, min_utilization=min_utilization)}")
+    if not kv.fits:
+        estimate = (f"vLLM's estimated maximum model length is {kv.estimated_max_model_len}"
+                    if kv.estimated_max_model_len else "not even 1 token fits")
+        if explicit is not None and explicit < 2 * kv.bytes_per_block:
+            # Not one block after the null block: the budget itself is the error; name the smallest that serves.
+            minimum = kv.needed_bytes + kv.bytes_per_block  # one request plus vLLM's null block
+            raise ConfigError(explicit_key, explicit,
+                              f"is below two KV blocks of {kv.bytes_per_block} B (vLLM keeps one back as the null "
+                              f"block); one request of max_model_len={max_model_len} needs {minimum} B; set "
+                              f"{explicit_key} to {minimum} or more")
+        raise ConfigError(
+            "engine.max_model_len", max_model_len,
+            f"needs {kv.needed_bytes} KV bytes per device for one request ({kv.blocks_per_request} blocks × "
+            f"{kv.bytes_per_block} B) but the plan has {max(0, memory.kv_cache_bytes - kv.bytes_per_block)} after the "
+            f"null block; {estimate}; fixes: {fixes(spec, context_len=True)}")
+    if kv.max_concurrency < max_num_seqs:
+        return [f"KV cache holds {kv.max_concurrency:.1f} requests of max_model_len={max_model_len} tokens, fewer "
+                f"than max_num_seqs={max_num_seqs}: long requests will queue or be preempted"]
+    return []
