@@ -23,6 +23,7 @@ from ascendflow.compiler.launch.pd_scripts import pd_launch_scripts
 from ascendflow.compiler.launch.scripts import launch_scripts
 from ascendflow.compiler.placement.idle import idle_warning
 from ascendflow.compiler.plan import Plan, RolePlan, TargetPlan, WorkerPlan, plan_hash
+from ascendflow.platforms import HostFacts, platform_for
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory
@@ -35,10 +36,12 @@ ROLES = ("prefill", "decode")
 KV_ROLE = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 
-def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
-                       host_memory_bytes: int | None = None, host_amx: bool = True,
-                       host_avx512_bf16: bool = True, checkpoint: CheckpointInventory | None = None) -> Plan:
+def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: str, host: HostFacts = HostFacts(),
+                       checkpoint: CheckpointInventory | None = None) -> Plan:
     """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_plan`) or PD-disaggregated.
+
+    ``host``: the compiling machine's facts (:class:`~ascendflow.platforms.HostFacts`, detected once by
+    :func:`ascendflow.runner.detect.host_facts`); the default is a host whose facts are not read.
 
     A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args``/``serve_command`` are the decode role's
     (its first worker's argv); ``workers`` hold every engine process of both roles; ``roles`` and ``proxy`` carry the
@@ -48,15 +51,13 @@ def compile_deployment(spec: RunSpec, arch: ModelArchitecture, *, model_path: st
     Raises:
         ConfigError: every refusal of :func:`compile_plan` per role, and the PD consistency and sizing checks.
     """
-    kwargs = dict(model_path=model_path, host_memory_bytes=host_memory_bytes, host_amx=host_amx,
-                  host_avx512_bf16=host_avx512_bf16, checkpoint=checkpoint)
     if not spec.pd.enabled:
-        return compile_plan(spec, arch, **kwargs)
+        return _colocated(spec, arch, model_path, host, checkpoint, None)
     pd, hw = spec.pd, spec.hardware
     specs = {name: _role_spec(spec, getattr(pd, name)) for name in ROLES}
     check_roles(pd, hw.devices_per_node, specs["prefill"].engine.num_speculative_tokens,
                 specs["decode"].engine.num_speculative_tokens, specs["prefill"].ascend.additional_config.as_dict())
-    instances = {name: _compile_role(specs[name], arch, name, kwargs) for name in ROLES}
+    instances = {name: _compile_role(specs[name], arch, name, model_path, host, checkpoint) for name in ROLES}
     _check_sizing(spec, pd, instances)
 
     layout = {name: {"dp_size": getattr(pd, name).data_parallel_size, "tp_size": getattr(pd, name).tensor_parallel_size}
@@ -123,7 +124,16 @@ def _listeners(pd: PDSpec, roles: dict[str, RolePlan], node_of: dict[str, int], 
     return out
 
 
-def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, kwargs: dict[str, Any]) -> Plan:
+def _colocated(spec: RunSpec, arch: ModelArchitecture, model_path: str, host: HostFacts,
+               checkpoint: CheckpointInventory | None, role: str | None) -> Plan:
+    """:func:`compile_plan` of one co-located instance. compile.py still takes the host facts as three keywords
+    (to become the one :class:`HostFacts` argument there); they are unpacked here only."""
+    return compile_plan(spec, arch, model_path=model_path, host_memory_bytes=host.cpu_memory_bytes, host_amx=host.amx,
+                        host_avx512_bf16=host.avx512_bf16, checkpoint=checkpoint, role=role)
+
+
+def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, model_path: str, host: HostFacts,
+                  checkpoint: CheckpointInventory | None) -> Plan:
     """:func:`compile_plan` of one instance of role ``name``; a refusal of a key the role sets names the role's key
     (``pd.decode.max_num_seqs``, not ``engine.max_num_seqs``).
 
@@ -131,7 +141,7 @@ def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, kwargs: dic
         ConfigError: the instance's refusal, its key mapped to the role's where the role holds it.
     """
     try:
-        return compile_plan(spec, arch, role=name, **kwargs)
+        return _colocated(spec, arch, model_path, host, checkpoint, name)
     except ConfigError as error:
         group, _, field = error.key.partition(".")
         if group in ("engine", "parallel", "graph") and field in RoleSpec.model_fields:
@@ -262,7 +272,7 @@ def _worker(spec: RunSpec, plan: Plan, node: int, dp_rank: int, devices: list[in
     argv += ["--kv-transfer-config", _json(common["config"]), "--host", "0.0.0.0", "--port", str(port)]
     hw = spec.hardware
     env = {hw.visible_devices_env: ",".join(map(str, devices))} if hw.visible_devices_env else {}
-    if hw.kind == "npu" and not spec.pd.single_node:
+    if platform_for(hw.kind).hccl_env and not spec.pd.single_node:
         env["HCCL_IF_IP"] = common["host"]
     return WorkerPlan(node_rank=node, dp_rank=dp_rank, devices=devices, env=env, command=argv)
 

@@ -11,6 +11,7 @@ from ascendflow.compiler.launch.common import ref_guard, required_refs, shell_va
 from ascendflow.compiler.launch.lws import lws_manifest
 from ascendflow.compiler.launch.ray_cluster import ray_head_lines, ray_preflight_script
 from ascendflow.compiler.plan import Plan
+from ascendflow.platforms import platform_for
 
 def launch_scripts(plan: Plan) -> dict[str, str]:
     """Shell scripts for the target nodes: ``node<k>.sh`` (exports, then ``exec`` of the node's argv) and, for
@@ -35,11 +36,11 @@ def launch_scripts(plan: Plan) -> dict[str, str]:
             "exec " + " ".join(shell_value(a) for a in worker.command) + ' "$@"',
         ]
         scripts[f"node{worker.node_rank}.sh"] = "\n".join(lines) + "\n"
-    if plan.target.kind == "npu":
+    if platform_for(plan.target.kind).device_preflight:
         scripts["preflight.sh"] = preflight_script(plan)
     if plan.launcher == "ray":
         scripts["ray_preflight.sh"] = ray_preflight_script(plan)
-    if plan.target.kind == "npu" and plan.target.nodes > 1 and plan.target.k8s_device_resource:
+    if platform_for(plan.target.kind).k8s_manifests and plan.target.nodes > 1 and plan.target.k8s_device_resource:
         scripts["lws.yaml"] = lws_manifest(plan, required_refs=required_refs(
             [t for w in plan.workers for t in [*plan.env.values(), *w.env.values(), *w.command]]))
     return scripts
