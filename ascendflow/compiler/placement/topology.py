@@ -113,7 +113,8 @@ def check_mla_heads(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelA
     Raises:
         ConfigError: an MLA model on NPU whose heads per rank are not a power of two where the release needs one.
     """
-    if not platform_for(hardware.kind).checks_mla_heads_per_rank or not arch.is_mla or rules.mla_heads_per_rank == "any":
+    applies = platform_for(hardware.kind).checks_mla_heads_per_rank
+    if not applies or not arch.is_mla or rules.mla_heads_per_rank == "any":
         return
     heads, tp = arch.num_attention_heads, parallel.tensor_parallel_size
     per_rank = heads // tp
