@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 
 from ascendflow.compiler import compile_plan
 from ascendflow.models.resolve import resolve_model
+from ascendflow.platforms import HostFacts
 from ascendflow.schema import load_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,12 +40,12 @@ def main() -> None:
         spec = load_spec(raw)
         model = resolve_model(spec.model, need_weights=False)
         path = model.path or spec.model.id
-        compile_plan(spec, model.architecture, model_path=path, host_memory_bytes=16 << 30,
+        compile_plan(spec, model.architecture, model_path=path, host=HostFacts(cpu_memory_bytes=16 << 30),
                          checkpoint=model.checkpoint)  # warm caches
         times = []
         for _ in range(args.repeat):
             start = time.perf_counter()
-            compile_plan(spec, model.architecture, model_path=path, host_memory_bytes=16 << 30,
+            compile_plan(spec, model.architecture, model_path=path, host=HostFacts(cpu_memory_bytes=16 << 30),
                          checkpoint=model.checkpoint)
             times.append((time.perf_counter() - start) * 1000)
         times.sort()

@@ -63,6 +63,7 @@ def plan_for(overrides: list[str], host_memory_bytes: int = 16 * 2**30):
     """
     from ascendflow.compiler import compile_plan
     from ascendflow.models.resolve import resolve_model
+    from ascendflow.platforms import HostFacts
     from ascendflow.schema import load_spec
 
     raw = compose_config(overrides)
@@ -70,7 +71,7 @@ def plan_for(overrides: list[str], host_memory_bytes: int = 16 * 2**30):
     spec = load_spec(raw)
     model = resolve_model(spec.model, need_weights=False)
     return spec, compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
-                              host_memory_bytes=host_memory_bytes, checkpoint=model.checkpoint)
+                              host=HostFacts(cpu_memory_bytes=host_memory_bytes), checkpoint=model.checkpoint)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -19,8 +19,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ascendflow"
 #: the package root ``ascendflow``, which holds only ``ascendflow/__init__.py`` (``__version__``, no imports).
 #: Where rooms nest, the longest name wins.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("ascendflow", "ascendflow.schema", "ascendflow.console", "ascendflow.interrupts",
-                    "ascendflow.secret_logging", "ascendflow.workloads", "ascendflow.kernels")),
+    ("foundation", ("ascendflow", "ascendflow.schema", "ascendflow.platforms", "ascendflow.console",
+                    "ascendflow.interrupts", "ascendflow.secret_logging", "ascendflow.workloads",
+                    "ascendflow.kernels")),
     ("compiler/models", ("ascendflow.compiler", "ascendflow.models")),
     ("perfmodel/capacity", ("ascendflow.capacity", "ascendflow.perfmodel")),
     ("runner", ("ascendflow.runner", "ascendflow.profiling", "ascendflow.rehearsal", "ascendflow.vllm_plugin")),

@@ -25,6 +25,7 @@ from ascendflow.compiler.launch.pd_workers import PDLauncher
 from ascendflow.compiler.launch.scripts import launch_scripts
 from ascendflow.compiler.placement.idle import idle_warning
 from ascendflow.compiler.plan import Plan, RolePlan, plan_hash
+from ascendflow.platforms import HostFacts
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory
@@ -37,10 +38,12 @@ ROLES = ("prefill", "decode")
 KV_ROLE = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 
-def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
-                       host_memory_bytes: int | None = None, host_amx: bool = True,
-                       host_avx512_bf16: bool = True, checkpoint: CheckpointInventory | None = None) -> Plan:
+def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str, host: HostFacts = HostFacts(),
+                 checkpoint: CheckpointInventory | None = None) -> Plan:
     """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_colocated`) or PD-disaggregated.
+
+    ``host``: the compiling machine's facts (:class:`~ascendflow.platforms.HostFacts`, detected once by
+    :func:`ascendflow.runner.detect.host_facts`); the default is a host whose facts are not read.
 
     A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args``/``serve_command`` are the decode role's
     (its first worker's argv); ``workers`` hold every engine process of both roles; ``roles`` and ``proxy`` carry the
@@ -50,15 +53,13 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
     Raises:
         ConfigError: every refusal of :func:`compile_colocated` per role, and the PD consistency and sizing checks.
     """
-    kwargs = dict(model_path=model_path, host_memory_bytes=host_memory_bytes, host_amx=host_amx,
-                  host_avx512_bf16=host_avx512_bf16, checkpoint=checkpoint)
     if not spec.pd.enabled:
-        return compile_colocated(spec, arch, **kwargs)
+        return _colocated(spec, arch, model_path, host, checkpoint, None)
     pd, hw = spec.pd, spec.hardware
     specs = {name: _role_spec(spec, getattr(pd, name)) for name in ROLES}
     check_roles(pd, hw.devices_per_node, specs["prefill"].engine.num_speculative_tokens,
                 specs["decode"].engine.num_speculative_tokens, specs["prefill"].ascend.additional_config.as_dict())
-    instances = {name: _compile_role(specs[name], arch, name, kwargs) for name in ROLES}
+    instances = {name: _compile_role(specs[name], arch, name, model_path, host, checkpoint) for name in ROLES}
     _check_sizing(spec, pd, instances)
 
     layout = {name: {"dp_size": getattr(pd, name).data_parallel_size, "tp_size": getattr(pd, name).tensor_parallel_size}
@@ -126,7 +127,16 @@ def _listeners(pd: PDSpec, roles: dict[str, RolePlan], node_of: dict[str, int], 
     return out
 
 
-def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, kwargs: dict[str, Any]) -> Plan:
+def _colocated(spec: RunSpec, arch: ModelArchitecture, model_path: str, host: HostFacts,
+               checkpoint: CheckpointInventory | None, role: str | None) -> Plan:
+    """:func:`compile_colocated` of one co-located instance. compile.py still takes the host facts as three keywords
+    (to become the one :class:`HostFacts` argument there); they are unpacked here only."""
+    return compile_colocated(spec, arch, model_path=model_path, host_memory_bytes=host.cpu_memory_bytes,
+                             host_amx=host.amx, host_avx512_bf16=host.avx512_bf16, checkpoint=checkpoint, role=role)
+
+
+def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, model_path: str, host: HostFacts,
+                  checkpoint: CheckpointInventory | None) -> Plan:
     """:func:`compile_colocated` of one instance of role ``name``; a refusal of a key the role sets names the role's key
     (``pd.decode.max_num_seqs``, not ``engine.max_num_seqs``).
 
@@ -134,7 +144,7 @@ def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, kwargs: dic
         ConfigError: the instance's refusal, its key mapped to the role's where the role holds it.
     """
     try:
-        return compile_colocated(spec, arch, role=name, **kwargs)
+        return _colocated(spec, arch, model_path, host, checkpoint, name)
     except ConfigError as error:
         group, _, field = error.key.partition(".")
         if group in ("engine", "parallel", "graph") and field in RoleSpec.model_fields:

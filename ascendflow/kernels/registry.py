@@ -53,8 +53,8 @@ def backend_for(device: str | None = None, backend: str | None = None, installed
     installed = available_backends() if installed is None else installed
     choice = backend or os.environ.get(BACKEND_ENV) or None
     if choice is None:
-        kind = (device or "cpu").split(":")[0]
-        choice = "npu" if kind == "npu" and "npu" in installed else "reference"
+        device_type = (device or "cpu").split(":")[0]  # a torch device type, not a hardware kind
+        choice = "npu" if device_type == "npu" and "npu" in installed else "reference"
     if choice not in _BACKENDS:
         raise ValueError(f"kernel backend={choice}: not one of {list(_BACKENDS)}; use reference or npu")
     if choice not in installed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ascendflow.compiler import Plan
 from ascendflow.modes.base import Job, Mode, Outcome
+from ascendflow.platforms import platform_for
 from ascendflow.schema import RunSpec
 
 
@@ -18,7 +19,7 @@ class PlanMode(Mode):
 
     def profile_warnings(self, spec: RunSpec) -> list[str]:
         """On a device target the launch scripts carry vLLM's profiler switch: say where its traces go."""
-        if not spec.run.profile or spec.hardware.kind == "cpu":
+        if not spec.run.profile or not platform_for(spec.hardware.kind).profiler_in_scripts:
             return super().profile_warnings(spec)
         return [f"run.profile=true: this {self.name} run is not profiled here; the launch scripts carry vLLM's "
                 "profiler switch (traces in ./vllm_profile on the node between /start_profile and /stop_profile, "

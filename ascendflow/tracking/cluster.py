@@ -11,6 +11,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from ascendflow.platforms import platform_for
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
 
@@ -88,16 +89,16 @@ def ray_remote(kind: str, devices_per_node: int) -> dict[str, Any]:
     """Ray task options of one sweep job (``hydra.launcher.ray.remote``): the whole node's devices, so Ray runs one
     engine per node.
 
-    ``npu``: ``resources={"NPU": devices_per_node}`` (Ray detects Ascend NPUs as the ``NPU`` resource,
-    ``ray/_private/accelerators/npu.py``, ray 2.60.0); ``gpu``: ``num_gpus``; ``cpu``: the custom resource
-    ``cpu_node: 1`` that ``hydra/launcher=ray_local`` (and ``ray start --resources='{"cpu_node": 1}'``) gives each
-    node, since a vLLM CPU engine binds a whole NUMA node. Every job also takes 1 CPU.
+    The platform's :meth:`~ascendflow.platforms.Platform.ray_task_options`: ``npu``: ``resources={"NPU":
+    devices_per_node}`` (Ray detects Ascend NPUs as the ``NPU`` resource, ``ray/_private/accelerators/npu.py``, ray
+    2.60.0); ``gpu``: ``num_gpus``; ``cpu``: the custom resource ``cpu_node: 1`` that ``hydra/launcher=ray_local``
+    (and ``ray start --resources='{"cpu_node": 1}'``) gives each node, since a vLLM CPU engine binds a whole NUMA
+    node. Every job also takes 1 CPU.
+
+    Raises:
+        ValueError: ``kind`` names no platform.
     """
-    if kind == "npu":
-        return {"num_cpus": 1, "resources": {"NPU": int(devices_per_node)}}
-    if kind == "gpu":
-        return {"num_cpus": 1, "num_gpus": int(devices_per_node)}
-    return {"num_cpus": 1, "resources": {"cpu_node": 1}}
+    return platform_for(kind).ray_task_options(devices_per_node)
 
 
 def register_resolvers() -> None:

@@ -15,7 +15,9 @@ from ascendflow.compiler.passes.kv import mamba_ssm_cache_dtype
 from ascendflow.compiler.memory.kv_budget import kv_cache_plan
 from ascendflow.compiler.memory.kv_specs import LayerKV, layer_kinds, layer_kv_specs
 from ascendflow.compiler.rules.engine_rules import engine_rules
+from ascendflow.models.resolve import resolve_model
 from ascendflow.models.tiny_mimo_v2 import TINY_MIMO_V2_CONFIG
+from ascendflow.platforms import HostFacts
 from ascendflow.schema import ModelArchitecture, load_spec
 from tests.compiler.test_kv_layout import zoo_arch
 from tests.conftest import compose_config
@@ -27,8 +29,8 @@ def _granite_kv(*overrides: str, host_avx512_bf16: bool):
     raw = compose_config(["hardware=cpu", "model=local", "model.path=/nonexistent", f"engine.kv_cache_memory_bytes="
                           f"{64 * MIB}", "engine.max_model_len=1024", "engine.max_num_batched_tokens=4096", *overrides])
     raw.pop("hydra", None)
-    plan = compile_plan(load_spec(raw), zoo_arch("granite_hybrid"), model_path="/m", host_memory_bytes=16 * 2**30,
-                        host_avx512_bf16=host_avx512_bf16)
+    plan = compile_plan(load_spec(raw), zoo_arch("granite_hybrid"), model_path="/m",
+                        host=HostFacts(cpu_memory_bytes=16 * 2**30, avx512_bf16=host_avx512_bf16))
     kv = plan.kv_cache
     return kv.block_size, kv.mamba_page_bytes, kv.tokens, round(kv.max_concurrency, 2), plan.warnings
 
@@ -46,6 +48,40 @@ def test_granite_hybrid_ssm_state_is_float32_on_an_avx512_bf16_host():
 def test_the_hardware_field_wins_over_the_detected_host():
     assert _granite_kv("hardware.avx512_bf16=false", host_avx512_bf16=True)[:2] == (256, 131_072)
     assert _granite_kv("hardware.avx512_bf16=true", host_avx512_bf16=False)[:2] == (384, 196_608)
+
+
+def test_a_host_without_amx_forces_16_token_blocks_for_mla_on_cpu():
+    raw = compose_config(["hardware=cpu", "model=tiny_deepseek", "engine.block_size=32"])
+    raw.pop("hydra", None)
+    spec = load_spec(raw)
+    arch = resolve_model(spec.model, need_weights=False).architecture
+    plans = {amx: compile_plan(spec, arch, model_path="/m", host=HostFacts(cpu_memory_bytes=16 * 2**30, amx=amx))
+             for amx in (True, False)}
+    assert [plans[True].kv_cache.block_size, plans[False].kv_cache.block_size] == [32, 16]
+    assert [w for w in plans[False].warnings if "block" in w] == [
+        "engine.block_size=32 is replaced by 16: vLLM's CPU MLA backend (no AMX on this host) supports only 16-token "
+        "blocks"]
+    assert not [w for w in plans[True].warnings if "block" in w]
+
+
+def test_host_facts_are_read_once_per_hardware_kind():
+    """The CPU target takes the node's memory from the host; a device target reads none (its catalogue has it)."""
+    from ascendflow.runner.detect import cpu_has_amx, cpu_has_avx512_bf16, cpu_node_memory_bytes, host_facts
+
+    cpu_hw = load_spec(_raw("hardware=cpu")).hardware
+    npu_hw = load_spec(_raw("hardware=atlas_800i_a2", "model=qwen3_8b")).hardware
+    flags = dict(amx=cpu_has_amx(), avx512_bf16=cpu_has_avx512_bf16())
+    assert host_facts(cpu_hw) == HostFacts(cpu_memory_bytes=cpu_node_memory_bytes(), **flags)
+    assert host_facts(npu_hw) == HostFacts(cpu_memory_bytes=None, **flags)
+    assert host_facts(cpu_hw).cpu_memory_bytes > 2**30
+    with pytest.raises(ValueError, match="cpu_memory_bytes=0: must be a positive byte count"):
+        HostFacts(cpu_memory_bytes=0)
+
+
+def _raw(*overrides: str) -> dict:
+    raw = compose_config(list(overrides))
+    raw.pop("hydra", None)
+    return raw
 
 
 def test_ssm_dtype_rule_is_the_cpu_rows_only():

@@ -14,6 +14,7 @@ import pytest
 
 from ascendflow.compiler import compile_plan, launch_scripts
 from ascendflow.models.resolve import resolve_model
+from ascendflow.platforms import HostFacts
 from ascendflow.schema import load_spec
 from tests.conftest import compose_config, recipe_names
 
@@ -28,7 +29,7 @@ def _plan(recipe: str):
     spec = load_spec(raw)
     model = resolve_model(spec.model, need_weights=False)
     return compile_plan(spec, model.architecture, model_path=f"/models/{spec.model.id}",
-                        host_memory_bytes=HOST_MEMORY, host_amx=True)
+                        host=HostFacts(cpu_memory_bytes=HOST_MEMORY, amx=True))
 
 
 def _scripts(recipe: str) -> dict[str, str]:

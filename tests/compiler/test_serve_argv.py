@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ascendflow.compiler import compile_plan
-from ascendflow.compiler.launch.common import SERVE_PREFIX
 from ascendflow.compiler.rules.software import version_at_least
 from ascendflow.models.resolve import resolve_model
+from ascendflow.platforms import HostFacts, platform_for
 from ascendflow.schema import load_spec
 from tests.conftest import compose_config, recipe_names
 
@@ -35,8 +35,8 @@ def test_serve_command_parses_with_vllms_parser(overrides):
     spec = load_spec(raw)
     model = resolve_model(spec.model, need_weights=False)
     plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
-                        host_memory_bytes=16 * 2**30)
-    prefix = SERVE_PREFIX[plan.target.kind]
+                        host=HostFacts(cpu_memory_bytes=16 * 2**30))
+    prefix = list(platform_for(plan.target.kind).serve_prefix)
     assert plan.serve_command[: len(prefix)] == prefix
     # The CPU route ends its prefix with "--model" (api_server module); `vllm serve` takes the model positionally.
     entry = len(prefix) - 1 if prefix[-1] == "--model" else len(prefix)

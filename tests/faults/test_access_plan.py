@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ascendflow.compiler import compile_plan
 from ascendflow.models.resolve import resolve_model
+from ascendflow.platforms import HostFacts
 from ascendflow.schema import load_spec
 from tests.conftest import compose_config
 
@@ -14,7 +15,8 @@ def _plan(overrides: list[str]):
     raw.pop("hydra", None)
     spec = load_spec(raw)
     model = resolve_model(spec.model, need_weights=False)
-    return compile_plan(spec, model.architecture, model_path=spec.model.id, host_memory_bytes=16 * 2**30)
+    return compile_plan(spec, model.architecture, model_path=spec.model.id,
+                        host=HostFacts(cpu_memory_bytes=16 * 2**30))
 
 
 def test_trust_remote_code_only_when_asked_and_the_plan_says_so():

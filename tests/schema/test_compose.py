@@ -6,6 +6,7 @@ import pytest
 
 from ascendflow.compiler import compile_plan, launch_scripts
 from ascendflow.models.resolve import resolve_model
+from ascendflow.platforms import HostFacts
 from ascendflow.schema import RunSpec
 from tests.conftest import GROUPS, compose_config, group_options, plan_for, recipe_names
 
@@ -99,7 +100,8 @@ def test_every_group_option_composes_validates_and_compiles(group, option):
 def test_plan_hash_ignores_the_model_path_but_not_engine_knobs():
     spec, plan_a = _compile([])
     model = resolve_model(spec.model, need_weights=False)
-    plan_b = compile_plan(spec, model.architecture, model_path="/elsewhere", host_memory_bytes=HOST_MEMORY)
+    plan_b = compile_plan(spec, model.architecture, model_path="/elsewhere",
+                          host=HostFacts(cpu_memory_bytes=HOST_MEMORY))
     _, plan_c = _compile(["engine.max_num_seqs=8"])
     assert plan_a.plan_hash == plan_b.plan_hash
     assert plan_a.plan_hash != plan_c.plan_hash

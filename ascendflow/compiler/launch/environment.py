@@ -6,6 +6,7 @@ scripts refuse to start until they are set (``${VAR:?...}``), so no placeholder 
 
 from __future__ import annotations
 
+from ascendflow.platforms import platform_for
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.secrets import env_ref, is_secret
 from ascendflow.schema.spec import RunSpec
@@ -49,7 +50,7 @@ def _kind_env(spec: RunSpec, *, graphs_on: bool) -> dict[str, str]:
     """
     hw, asc, par = spec.hardware, spec.ascend, spec.parallel
     env = dict(asc.env)  # the user's variables reach the engine on every target (HF_TOKEN, proxies, vLLM switches)
-    if hw.kind in ("cpu", "gpu"):
+    if not platform_for(hw.kind).hccl_env:
         return {"VLLM_LOGGING_LEVEL": "INFO", **env}
     if graphs_on and env.get("ASCEND_LAUNCH_BLOCKING") == "1":
         raise ConfigError("ascend.env.ASCEND_LAUNCH_BLOCKING", "1",
@@ -90,6 +91,6 @@ def worker_env(spec: RunSpec, node: int, devices: list[int]) -> dict[str, str]:
     """Per-node environment: visible devices and, on multi-node Ascend, ``HCCL_IF_IP``."""
     hw = spec.hardware
     env = {hw.visible_devices_env: ",".join(map(str, devices))} if hw.visible_devices_env else {}
-    if hw.kind == "npu" and spec.parallel.nodes > 1:
+    if platform_for(hw.kind).hccl_env and spec.parallel.nodes > 1:
         env["HCCL_IF_IP"] = node_address(spec, node)
     return env

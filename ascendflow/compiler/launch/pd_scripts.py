@@ -9,6 +9,7 @@ from ascendflow.compiler.launch.common import ref_guard, required_refs, shell_va
 from ascendflow.compiler.launch.lws import LWSGroup, lws_manifest
 from ascendflow.compiler.launch.scripts import preflight_script
 from ascendflow.compiler.plan import Plan
+from ascendflow.platforms import platform_for
 
 
 def pd_launch_scripts(plan: Plan) -> dict[str, str]:
@@ -42,7 +43,7 @@ def pd_launch_scripts(plan: Plan) -> dict[str, str]:
         "set -euo pipefail", "", *ref_guard(required_refs(proxy.command)),
         "exec " + " ".join(shell_value(a) for a in proxy.command) + ' "$@"', ""])
     scripts["preflight.sh"] = pd_preflight_script(plan)
-    if plan.target.kind == "npu" and plan.target.nodes > 1 and plan.target.k8s_device_resource:
+    if platform_for(plan.target.kind).k8s_manifests and plan.target.nodes > 1 and plan.target.k8s_device_resource:
         scripts["lws.yaml"] = pd_lws_manifests(plan)
     return scripts
 

@@ -18,9 +18,8 @@ from ascendflow.compiler.launch.common import engine_args_to_argv, serve_prefix
 from ascendflow.compiler.launch.environment import node_address
 from ascendflow.compiler.plan import RAY, NodePlacement, Plan
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
-#: Ray resource name of one device per hardware kind (vllm-ascend ``platform.py`` ``ray_device_key``; vLLM CUDA ``GPU``).
-RAY_RESOURCE = {"npu": "NPU", "gpu": "GPU", "cpu": "CPU"}
 #: Seconds ``ray_preflight.sh`` waits for the workers to join (override with ``ASCENDFLOW_RAY_WAIT_S``).
 RAY_WAIT_S = 600
 
@@ -67,9 +66,9 @@ def ray_head_lines(plan: Plan, quote) -> list[str]:
 
 def ray_preflight_script(plan: Plan) -> str:
     """``ray_preflight.sh``: polls ``ray.cluster_resources()`` until it counts the plan's devices (resource
-    :data:`RAY_RESOURCE`) and ``len(plan.workers)`` alive nodes; exits non-zero with ``ray status`` after
+    ``Platform.ray_device_key``) and ``len(plan.workers)`` alive nodes; exits non-zero with ``ray status`` after
     ``ASCENDFLOW_RAY_WAIT_S`` seconds (default :data:`RAY_WAIT_S`)."""
-    resource, need, nodes = RAY_RESOURCE[plan.target.kind], ray_devices(plan), len(plan.workers)
+    resource, need, nodes = platform_for(plan.target.kind).ray_device_key, ray_devices(plan), len(plan.workers)
     lines = [
         "#!/usr/bin/env bash",
         f"# ascendflow Ray preflight for plan {plan.plan_hash}: wait until the cluster shows {need} {resource} on "

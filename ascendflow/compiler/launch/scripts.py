@@ -11,6 +11,7 @@ from ascendflow.compiler.launch.common import ref_guard, required_refs, shell_va
 from ascendflow.compiler.launch.lws import lws_manifest
 from ascendflow.compiler.launch.registry import launcher_for
 from ascendflow.compiler.plan import Plan
+from ascendflow.platforms import platform_for
 
 def launch_scripts(plan: Plan) -> dict[str, str]:
     """Shell scripts for the target nodes: ``node<k>.sh`` (exports, the launcher's head lines, then ``exec`` of the
@@ -37,10 +38,10 @@ def launch_scripts(plan: Plan) -> dict[str, str]:
             "exec " + " ".join(shell_value(a) for a in worker.command) + ' "$@"',
         ]
         scripts[f"node{worker.node_rank}.sh"] = "\n".join(lines) + "\n"
-    if plan.target.kind == "npu":
+    if platform_for(plan.target.kind).device_preflight:
         scripts["preflight.sh"] = preflight_script(plan)
     scripts.update(launcher.scripts(plan))
-    if plan.target.kind == "npu" and plan.target.nodes > 1 and plan.target.k8s_device_resource:
+    if platform_for(plan.target.kind).k8s_manifests and plan.target.nodes > 1 and plan.target.k8s_device_resource:
         scripts["lws.yaml"] = lws_manifest(plan, required_refs=required_refs(
             [t for w in plan.workers for t in [*plan.env.values(), *w.env.values(), *w.command]]))
     return scripts

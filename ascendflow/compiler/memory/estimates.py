@@ -6,6 +6,7 @@ measured yet). ``plan.estimates`` carries them; docs/engine_rules.md "Estimates"
 
 from __future__ import annotations
 
+from ascendflow.platforms import platform_for
 from ascendflow.schema.hardware import HardwareSpec
 
 #: Labels of the model-based figures (``ascendflow/compiler/memory/overheads.py``).
@@ -45,7 +46,7 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
         kv_kinds: the kinds of the plan's KV cache groups (``full``, ``sliding``, ``mamba``...).
     """
     labels: dict[str, str] = {}
-    if hw.kind == "cpu":
+    if not platform_for(hw.kind).profiles_memory:
         return labels
     labels["memory.activation_bytes"] = ACTIVATION
     labels["memory.non_torch_bytes"] = NON_TORCH

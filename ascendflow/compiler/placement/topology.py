@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ascendflow.compiler.rules.engine_rules import EngineRules
+from ascendflow.platforms import platform_for
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.hardware import HardwareSpec
@@ -60,7 +61,7 @@ def check_parallel(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelAr
             key, value,
             f"TP×PP×DP = {tp}×{pp}×{dp} = {parallel.world_size} devices, but hardware={hardware.name} × "
             f"parallel.nodes={parallel.nodes} has {available}; {fix}"
-            + (f", or parallel.nodes={nodes_needed}" if hardware.kind != "cpu" else "")
+            + (f", or parallel.nodes={nodes_needed}" if platform_for(hardware.kind).more_nodes_fix else "")
             + " (or a hardware option with more devices per node)")
     if parallel.enable_expert_parallel and arch.routed_experts == 0:
         raise ConfigError("parallel.enable_expert_parallel", True,
@@ -107,12 +108,13 @@ def check_mla_heads(parallel: ParallelSpec, hardware: HardwareSpec, arch: ModelA
     ``rules.mla_heads_per_rank``: ``power_of_two`` (vllm-ascend v0.11.0 … v0.20.2rc1: ``mla_v1.py`` ``_forward_decode``
     passes the heads unpadded to ``npu_fused_infer_attention_score(_v2)``, which needs a power of two, vllm-ascend
     PR #9560), ``any`` (from v0.21.0rc1 the heads are padded to the next power of two). Eager and graph mode alike:
-    the same kernel decodes in both. Only vllm-ascend (``hardware.kind == "npu"``) is checked.
+    the same kernel decodes in both. Only vllm-ascend (``Platform.checks_mla_heads_per_rank``) is checked.
 
     Raises:
         ConfigError: an MLA model on NPU whose heads per rank are not a power of two where the release needs one.
     """
-    if hardware.kind != "npu" or not arch.is_mla or rules.mla_heads_per_rank == "any":
+    applies = platform_for(hardware.kind).checks_mla_heads_per_rank
+    if not applies or not arch.is_mla or rules.mla_heads_per_rank == "any":
         return
     heads, tp = arch.num_attention_heads, parallel.tensor_parallel_size
     per_rank = heads // tp
