@@ -20,12 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ascendflow"
 KINDS = frozenset(PLATFORMS) | {p.device_type for p in PLATFORMS.values()}
 #: Where kinds may be compared: the platform modules.
 PLATFORM_DIR = PACKAGE / "platforms"
-#: Kind comparisons still allowed outside the platform modules, per file, at most this many. compile.py is being
-#: rewritten into passes on another branch; the lead converts its comparisons after merging and removes this entry
-#: (its platform attributes are named in the report: quantize_hint, checks_free_memory_at_start, ascend_config,
-#: ssm_state_float32_on_avx512_bf16, kv_cache_dtype_flag, hccl_env, profiler_in_scripts, ray_noset_devices_env,
-#: warns_idle_devices).
-ALLOWED = {"ascendflow/compiler/compile.py": 11}
+#: Kind comparisons still allowed outside the platform modules, per file, at most this many (none left).
+ALLOWED: dict[str, int] = {}
 
 
 def _names_kind(node: ast.expr) -> bool:

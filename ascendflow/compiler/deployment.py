@@ -129,10 +129,8 @@ def _listeners(pd: PDSpec, roles: dict[str, RolePlan], node_of: dict[str, int], 
 
 def _colocated(spec: RunSpec, arch: ModelArchitecture, model_path: str, host: HostFacts,
                checkpoint: CheckpointInventory | None, role: str | None) -> Plan:
-    """:func:`compile_colocated` of one co-located instance. compile.py still takes the host facts as three keywords
-    (to become the one :class:`HostFacts` argument there); they are unpacked here only."""
-    return compile_colocated(spec, arch, model_path=model_path, host_memory_bytes=host.cpu_memory_bytes,
-                             host_amx=host.amx, host_avx512_bf16=host.avx512_bf16, checkpoint=checkpoint, role=role)
+    """:func:`compile_colocated` of one co-located instance (``role``: the PD role it is an instance of, or ``None``)."""
+    return compile_colocated(spec, arch, model_path=model_path, host=host, checkpoint=checkpoint, role=role)
 
 
 def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, model_path: str, host: HostFacts,

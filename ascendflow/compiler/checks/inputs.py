@@ -6,6 +6,7 @@ from __future__ import annotations
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
 
 def check_speculative(spec: RunSpec, arch: ModelArchitecture) -> None:
@@ -28,7 +29,7 @@ def check_kv_cache_dtype(spec: RunSpec) -> None:
     """Raises ConfigError: ``quantization.kv_cache_dtype`` other than ``auto`` on NPU (vllm-ascend takes int8 KV from
     the checkpoint's ``kv_cache_type``, reference §5)."""
     quant = spec.quantization
-    if spec.hardware.kind == "npu" and quant.kv_cache_dtype != "auto":
+    if not platform_for(spec.hardware.kind).kv_cache_dtype_flag and quant.kv_cache_dtype != "auto":
         raise ConfigError("quantization.kv_cache_dtype", quant.kv_cache_dtype,
                           "vllm-ascend takes an int8 KV cache (C8) from the checkpoint's kv_cache_type, not from "
                           "--kv-cache-dtype; keep auto (reference §5)")

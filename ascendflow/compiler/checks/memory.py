@@ -10,6 +10,7 @@ from ascendflow.compiler.plan import KVCachePlan, MemoryPlan
 from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
 
 def fixes(spec: RunSpec, *, context_len: bool, weights_exceed: bool = False,
@@ -27,8 +28,9 @@ def fixes(spec: RunSpec, *, context_len: bool, weights_exceed: bool = False,
         hints.append("raise engine.gpu_memory_utilization (within the start-up free-memory check)")
     hints.append("raise parallel.tensor_parallel_size or pipeline_parallel_size (or expert parallel / more nodes "
                  "for MoE)")
-    if spec.quantization.linear_scheme is None and spec.hardware.kind == "npu":
-        hints.append("quantize (quantization=w8a8_ascend)")
+    hint = platform_for(spec.hardware.kind).quantize_hint
+    if spec.quantization.linear_scheme is None and hint:
+        hints.append(hint)
     return "; ".join(hints)
 
 
@@ -47,7 +49,7 @@ def check_startup_memory(spec: RunSpec, rules: EngineRules, device_total: int, r
                           f"{(device_total - hw.runtime_reserved_bytes) / GIB:.2f} GiB; give the bytes other "
                           f"processes hold on one device (npu-smi info), below "
                           f"{device_total - hw.runtime_reserved_bytes}")
-    if not rules.startup_free_memory_check or hw.kind == "cpu":
+    if not rules.startup_free_memory_check or not platform_for(hw.kind).checks_free_memory_at_start:
         return
     free = device_total - hw.runtime_reserved_bytes - hw.occupied_bytes
     if free < requested:

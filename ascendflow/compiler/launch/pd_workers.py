@@ -17,6 +17,7 @@ from ascendflow.compiler.launch.base import Launcher
 from ascendflow.compiler.launch.common import data_parallel_flags, engine_args_to_argv, serve_prefix
 from ascendflow.compiler.plan import PD_PREFIX, WorkerPlan
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
 
 class PDLauncher(Launcher):
@@ -52,6 +53,6 @@ class PDLauncher(Launcher):
                  "--port", str(port)]
         hw = spec.hardware
         env = {hw.visible_devices_env: ",".join(map(str, devices))} if hw.visible_devices_env else {}
-        if hw.kind == "npu" and not spec.pd.single_node:
+        if platform_for(hw.kind).hccl_env and not spec.pd.single_node:
             env["HCCL_IF_IP"] = common["host"]
         return WorkerPlan(node_rank=node, dp_rank=dp_rank, devices=devices, env=env, command=argv)

@@ -112,7 +112,8 @@ class RayLauncher(Launcher):
         """On NPU, ``RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1``: Ray must not rewrite
         ``ASCEND_RT_VISIBLE_DEVICES`` per worker, vLLM assigns the devices itself (vllm-ascend v0.23.0
         ``docs/source/tutorials/features/ray.md``; ``platform.py`` ``ray_noset_device_env_vars``)."""
-        return {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1"} if kind == "npu" else {}
+        variable = platform_for(kind).ray_noset_devices_env
+        return {variable: "1"} if variable else {}
 
     def argv(self, spec: RunSpec, engine_args: dict[str, Any], node: NodePlacement) -> list[str]:
         """Node 0: ``vllm serve`` (one node's entry point, no DP flags); node k > 0: ``ray start`` joining the head."""

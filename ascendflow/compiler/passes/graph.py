@@ -10,6 +10,7 @@ from ascendflow.compiler.plan import GraphPlan
 from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
 
 def graph_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules,
@@ -43,7 +44,7 @@ def graph_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules,
         max_num_batched_tokens=limits.max_num_batched_tokens,
         num_speculative_tokens=eng.num_speculative_tokens, enforce_eager=eng.enforce_eager,
         sequence_parallel=explicit_sp or ascend_sp, ascend_sp=ascend_sp,
-        aiv=hw.kind == "npu" and spec.ascend.hccl_op_expansion_mode_aiv,
+        aiv=platform_for(hw.kind).hccl_env and spec.ascend.hccl_op_expansion_mode_aiv,
         multistream_overlap_shared_expert=bool(asc.multistream_overlap_shared_expert),
         torchair=torchair_enabled(spec)))
     if eng.enforce_eager and not spec.graph.enforce_eager:

@@ -14,6 +14,7 @@ from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
 #: Launch-time reference for the weights of a quantized plan compiled from inline architecture values.
 MODEL_PATH_REF = "${ASCENDFLOW_MODEL_PATH}"
@@ -62,7 +63,7 @@ def inputs_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, row:
     check_kv_cache_dtype(spec)
     device_total = device_memory(spec, host_memory_bytes)
     limits, limit_warnings = resolve_limits(spec, arch, rules, device_total, host_amx)
-    extra_config = additional_config(spec, row["vllm_ascend"]) if hw.kind == "npu" else {}
+    extra_config = additional_config(spec, row["vllm_ascend"]) if platform_for(hw.kind).ascend_config else {}
     return EngineInputs(model_path=model_path, dtype=dtype,
                         kv_dtype=dtype if quant.kv_cache_dtype == "auto" else quant.kv_cache_dtype,
                         device_total=device_total, limits=limits, extra_config=extra_config), warnings + limit_warnings

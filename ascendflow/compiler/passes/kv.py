@@ -13,6 +13,7 @@ from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.hardware import HardwareSpec
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
 
 class KVPass(NamedTuple):
@@ -44,7 +45,7 @@ def mamba_ssm_cache_dtype(rules: EngineRules, hw: HardwareSpec, host_avx512_bf16
     host has AVX512-BF16 (``hardware.avx512_bf16``, else ``host_avx512_bf16``); otherwise ``auto`` (the model dtype).
     """
     avx512_bf16 = hw.avx512_bf16 if hw.avx512_bf16 is not None else host_avx512_bf16
-    if hw.kind == "cpu" and rules.ssm_state_float32_on_avx512_bf16 and avx512_bf16:
+    if platform_for(hw.kind).ssm_state_float32_on_avx512_bf16 and rules.ssm_state_float32_on_avx512_bf16 and avx512_bf16:
         return "float32"
     return "auto"
 
@@ -57,7 +58,7 @@ def _kv_settings(spec: RunSpec, rules: EngineRules, inputs: EngineInputs, ssm_dt
                 max_num_batched_tokens=limits.max_num_batched_tokens, kernel_block_alignment=hw.kv_block_size_multiple,
                 max_concurrent_batches=in_flight_batches(rules, par.pipeline_parallel_size),
                 # vllm-ascend patch_mamba_config.py: its own hybrid Mamba block rule
-                hybrid_block_rule="ascend" if hw.kind == "npu" else "vllm",
+                hybrid_block_rule="ascend" if platform_for(hw.kind).ascend_config else "vllm",
                 # MambaModelConfig.verify_and_update_config: prefix caching on -> Mamba "align" mode
                 mamba_cache_mode="none" if spec.engine.enable_prefix_caching is False else "align",
                 mamba_ssm_cache_dtype=ssm_dtype, logged_tokens=rules.logged_kv_tokens)

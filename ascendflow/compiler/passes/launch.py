@@ -13,6 +13,7 @@ from ascendflow.compiler.passes.placement import Placed
 from ascendflow.compiler.plan import GraphPlan, MemoryPlan, WorkerPlan
 from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
 
 class Launch(NamedTuple):
@@ -42,7 +43,7 @@ def launch_pass(spec: RunSpec, rules: EngineRules, inputs: EngineInputs, graph: 
         block_size=limits.block_size, graph=graph, extra_config=inputs.extra_config,
         pinned_kv=memory.kv_cache_bytes if eng.pin_kv_cache_memory and not explicit_kv else explicit_kv))
     env = common_env(spec, graphs_on=graph.cudagraph_mode != "NONE")
-    if spec.run.profile and hw.kind != "cpu" and rules.profiler_switch == "env":
+    if spec.run.profile and platform_for(hw.kind).profiler_in_scripts and rules.profiler_switch == "env":
         env["VLLM_TORCH_PROFILER_DIR"] = PROFILE_DIR  # vLLM 0.11 envs.py (the CPU runner adds its own switch)
     env.update(launcher.env(hw.kind))
     workers = [WorkerPlan(node_rank=node.node_rank, dp_rank=node.dp_ranks[0], devices=node.devices,

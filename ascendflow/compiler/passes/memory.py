@@ -19,6 +19,7 @@ from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def _weight_rules(spec: RunSpec, rules: EngineRules, mtp_layers: int, role: str 
     does (``mlapo_frees_originals``, ``mla_v1.py`` from v0.13.0).
     """
     switch = _mlapo_switch(spec, rules)
-    npu = spec.hardware.kind == "npu"
+    npu = platform_for(spec.hardware.kind).ascend_config
     decode_node = role == "decode" and spec.hardware.soc in ("910b", "910c")
     gated = rules.mlapo_gating == "switch" or (rules.mlapo_gating in ("decode_only", "decode_only_a2a3")
                                                and decode_node)

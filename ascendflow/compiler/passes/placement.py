@@ -11,6 +11,7 @@ from ascendflow.compiler.plan import NodePlacement
 from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.spec import RunSpec
+from ascendflow.platforms import platform_for
 
 
 class Placed(NamedTuple):
@@ -37,7 +38,7 @@ def placement_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, r
     check_mla_heads(par, hw, arch, rules)
     launcher, nodes = place(par, hw, rules, release)
     idle = None
-    if role is None and hw.kind != "cpu":
+    if role is None and platform_for(hw.kind).warns_idle_devices:
         idle = idle_warning([len(n.devices) for n in nodes], hw.devices_per_node, par.tensor_parallel_size,
                             par.pipeline_parallel_size, par.data_parallel_size)
     return Placed(launcher, nodes), [idle] if idle else []
