@@ -31,6 +31,7 @@ from ascendflow.tracking.cluster import (SWEEP_ENV, publish_sweep, published_swe
 from ascendflow.tracking.stale import end_stale_runs, process_tags
 from ascendflow.interrupts import Terminated
 from ascendflow.tracking.server import wants_server
+from ascendflow.tracking.sweep_size import refuse_oversized_sweep
 from ascendflow.tracking.store import (artifact_root, ensure_experiment, open_client, refuse_unusable_store,
                                        tracking_uri)
 from ascendflow.tracking.sweep_predictions import predict_sweep
@@ -343,6 +344,7 @@ class MlflowSweepCallback(Callback):
         try:
             refuse_parallel_engines(OmegaConf.select(config, "hydra.launcher"), "serve" if engines else "plan")
             refuse_search_without_measurements(config, engines)
+            refuse_oversized_sweep(config)
             refuse_bad_search_space(config)
             tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
             measure_top = refuse_bad_measure_top(config, tracking.enabled)
