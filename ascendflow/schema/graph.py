@@ -27,6 +27,6 @@ class GraphSpec(Spec):
     name: str
     enforce_eager: bool = False
     cudagraph_mode: CudagraphMode | None = None
-    cudagraph_capture_sizes: tuple[Annotated[int, Field(ge=1, le=MAX_NUM_SEQS)], ...] | None = Field(
+    cudagraph_capture_sizes: tuple[Annotated[int, Field(gt=0, le=MAX_NUM_SEQS)], ...] | None = Field(
         default=None, min_length=1, max_length=MAX_NUM_SEQS)
     max_cudagraph_capture_size: int | None = Field(default=None, ge=1, le=MAX_NUM_SEQS)

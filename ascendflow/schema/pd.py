@@ -64,7 +64,7 @@ class RoleSpec(Spec):
     kv_cache_memory_bytes: int | None = Field(default=None, ge=1, le=MAX_BYTES)
     enforce_eager: bool | None = None
     cudagraph_mode: CudagraphMode | None = None
-    cudagraph_capture_sizes: tuple[Annotated[int, Field(ge=1, le=MAX_NUM_SEQS)], ...] | None = Field(
+    cudagraph_capture_sizes: tuple[Annotated[int, Field(gt=0, le=MAX_NUM_SEQS)], ...] | None = Field(
         default=None, min_length=1, max_length=MAX_NUM_SEQS)
     num_speculative_tokens: int | None = Field(default=None, ge=0, le=MAX_SPECULATIVE_TOKENS)
     additional_config: AdditionalConfig = Field(default_factory=AdditionalConfig)
