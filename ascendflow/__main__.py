@@ -80,6 +80,14 @@ def refuse_bad_overrides(argv: list[str]) -> None:
         raise ConfigError(group, option, f"is not an option of the '{group}' group; pick one of: {options}") from None
     except ConfigCompositionException as exc:
         bad = re.search(r"Could not override '([^']+)'", str(exc))
+        present = re.search(r"An item is already at '([^']+)'", str(exc))
+        if bad is None and present is not None:  # +key=value for a key the config already has
+            key = present.group(1)
+            from ascendflow.schema.secrets import MASK, is_secret
+
+            value = MASK if is_secret(key.split(".")[-1]) else given.get(key, "?")
+            raise ConfigError(key, value, f"is already a config key, so it takes no +: {key}={value} sets it "
+                                          f"(++{key}=... sets or adds)") from None
         if bad is None:
             raise ConfigError("overrides", " ".join(args.overrides),
                               f"do not compose ({str(exc).splitlines()[0]}); HYDRA_FULL_ERROR=1 shows why") from None
@@ -87,8 +95,9 @@ def refuse_bad_overrides(argv: list[str]) -> None:
         from ascendflow.schema.secrets import MASK, is_secret
 
         value = MASK if is_secret(key.split(".")[-1]) else given.get(key, "?")
-        raise ConfigError(key, value, f"is not a config key; {_key_fix(key, args.overrides)} (`python -m "
-                                      f"ascendflow --cfg job` lists the keys)") from None
+        fix = _key_fix(key, args.overrides)
+        hint = "" if fix.startswith(f"{key} is a config group") else " (`python -m ascendflow --cfg job` lists the keys)"
+        raise ConfigError(key, value, f"is not a config key; {fix}{hint}") from None
 
 
 def _refuse_unparsable(overrides: list[str]) -> None:
@@ -124,19 +133,28 @@ OPEN_MAPS = ("ascend.env", "ascend.additional_config.other", "model.architecture
 
 
 def _key_fix(key: str, overrides: list[str]) -> str:
-    """The fix for an override naming a key that is not in the config: the closest existing key (``did you mean
+    """The fix for an override naming a key that is not in the config: ``+recipe=NAME`` for a config group the
+    defaults do not select (``recipe``, ``sweep``), the closest existing key (``did you mean
     engine.max_num_seqs?``), ``+KEY=...`` where the map takes new keys (:data:`OPEN_MAPS`), else check the spelling."""
     import difflib
 
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
+    from hydra.core.global_hydra import GlobalHydra
+
     rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != key]
+    options: list[str] = []
     try:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3", job_name="ascendflow"):
+            if "." not in key:  # a group the defaults do not select (recipe, sweep) is added with +
+                options = list(GlobalHydra.instance().config_loader().get_group_options(key))
             cfg = OmegaConf.to_container(compose(config_name="config", overrides=rest), resolve=False)
     except Exception:  # noqa: BLE001 - another override is bad too: no suggestion then
         cfg = {}
+    if options:
+        value = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key and "=" in o), "NAME")
+        return f"{key} is a config group the defaults do not select: add it with +{key}={value}"
     keys: list[str] = []
 
     def walk(node: object, prefix: str) -> None:

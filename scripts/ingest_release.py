@@ -18,7 +18,14 @@ Fetches ``vllm_ascend-<VERSION>.tar.gz`` (PyPI JSON API, https://pypi.org/pypi/v
 
 and prints a draft ``version_matrix.yaml`` row, ``engine_rules.yaml`` row (``inherit`` + a source stub) and key-set
 row, then the checklist for the person adding them (docs/engine_rules.md "Adding a release"). Nothing is written
-into the package. Network: PyPI only. Exit 2 with one line on a version PyPI does not have.
+into the package. Network: PyPI only (``--index-url`` names a mirror with PyPI's JSON API). Exit 2 with one line on
+a version PyPI does not have, or when the index cannot be reached (offline: put the sdists in ``--cache``).
+
+Keys a release still accepts with a deprecation warning (v0.30.0rc2's ``ascend_config.py``
+``SchedulerConfig.from_additional_config._resolve``: top-level ``recompute_scheduler_enable``,
+``short_request_first_config``, ``batch_job_sched_config``... now belong under ``scheduler_config``) are read through a
+helper that takes the key as a parameter; they stay in the key set and are listed as ``deprecated_keys``, never as
+removed (a draft that dropped them would refuse every PD decode recipe on that release).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import json
 import re
 import sys
 import tarfile
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -39,7 +47,7 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "ascendflow" / "compiler" / "rules" / "data"
-PYPI_JSON = "https://pypi.org/pypi/vllm-ascend/json"
+INDEX_URL = "https://pypi.org/pypi"
 DEFAULT_CACHE = Path.home() / ".cache" / "ascendflow" / "sdists"
 POLICY = "docs/source/community/versioning_policy.md"
 #: Files the pin and key extraction read besides the package's ``*.py`` (what ``--cut-fixture`` keeps).
@@ -97,17 +105,39 @@ class DirSource(Source):
         return file.read_text() if file.is_file() else None
 
 
-def fetch_sdist(version: str, cache: Path = DEFAULT_CACHE) -> Path:
-    """The sdist of vllm-ascend ``version``, downloaded once into ``cache``.
+def _get(url: str, timeout: float) -> bytes:
+    """The body of ``url``.
 
     Raises:
-        IngestError: PyPI has no such release, or the release has no sdist.
+        IngestError: the server cannot be reached or answers with an error (one line: the URL and the reason).
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.read()
+    except urllib.error.HTTPError as exc:
+        raise IngestError(f"{url} answered HTTP {exc.code} ({exc.reason})") from None
+    except (urllib.error.URLError, OSError) as exc:  # offline, refused, DNS, time-out
+        reason = getattr(exc, "reason", exc)
+        raise IngestError(f"cannot reach {url} ({type(reason).__name__}: {reason}); connect to the network, or "
+                          f"give --index-url URL of a mirror with PyPI's JSON API, or put the sdist "
+                          f"(vllm_ascend-<version>.tar.gz) in --cache DIR") from None
+
+
+def fetch_sdist(version: str, cache: Path = DEFAULT_CACHE, index_url: str = INDEX_URL) -> Path:
+    """The sdist of vllm-ascend ``version``, downloaded once into ``cache`` from ``index_url`` (PyPI's JSON API:
+    ``<index_url>/vllm-ascend/json``).
+
+    Raises:
+        IngestError: PyPI has no such release, the release has no sdist, or the index cannot be reached.
     """
     target = cache / f"vllm_ascend-{version}.tar.gz"
     if target.is_file():
         return target
-    with urllib.request.urlopen(PYPI_JSON, timeout=60) as response:
-        index = json.load(response)
+    api = f"{index_url.rstrip('/')}/vllm-ascend/json"
+    try:
+        index = json.loads(_get(api, timeout=60))
+    except ValueError:
+        raise IngestError(f"{api} is not PyPI's JSON API (its answer is not JSON); give --index-url of one") from None
     files = index.get("releases", {}).get(version)
     if not files:
         near = sorted(index.get("releases", {}), key=_version_key)[-6:]
@@ -115,11 +145,11 @@ def fetch_sdist(version: str, cache: Path = DEFAULT_CACHE) -> Path:
     sdists = [f for f in files if f.get("packagetype") == "sdist"]
     if not sdists:
         raise IngestError(f"vllm-ascend {version} has no sdist on PyPI (wheels only)")
-    url = urllib.parse.urljoin(PYPI_JSON, sdists[0]["url"])  # PyPI mirrors may give relative URLs
+    url = urllib.parse.urljoin(api, sdists[0]["url"])  # PyPI mirrors may give relative URLs
+    body = _get(url, timeout=600)
     cache.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".part")
-    with urllib.request.urlopen(url, timeout=600) as response:
-        partial.write_bytes(response.read())
+    partial.write_bytes(body)
     partial.rename(target)
     return target
 
@@ -235,6 +265,48 @@ def key_reads(source: str) -> list[tuple[str, ast.AST]]:
     return [(key, node) for _, _, key, node in sorted(found, key=lambda f: (f[0], f[1]))]
 
 
+def resolver_reads(source: str) -> list[tuple[str, bool, ast.AST]]:
+    """Keys read through a helper that takes the key as a parameter, with whether the helper says they are
+    deprecated: a function whose body reads ``additional_config[<its parameter>]`` (or ``<parameter> in
+    additional_config``), and each call ``helper("key", ...)`` in the module. v0.30.0rc2's
+    ``SchedulerConfig.from_additional_config`` resolves ``_resolve("recompute_scheduler_enable", False)``... that way,
+    warning "additional_config.%s is deprecated; use additional_config.scheduler_config.%s instead": the key is still
+    accepted, so it is deprecated, not removed. In source order."""
+    tree = ast.parse(source)
+    helpers: dict[str, bool] = {}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
+            continue
+        params = {a.arg for a in fn.args.args}
+        reads = any((isinstance(n, ast.Subscript) and _is_additional_config(n.value) and isinstance(n.slice, ast.Name)
+                     and n.slice.id in params)
+                    or (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In)
+                        and isinstance(n.left, ast.Name) and n.left.id in params
+                        and _is_additional_config(n.comparators[0]))
+                    for n in ast.walk(fn))
+        if reads:
+            helpers[fn.name] = any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+                                   and "deprecated" in n.value for n in ast.walk(fn))
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers and node.args
+                and _string(node.args[0]) is not None):
+            found.append((node.lineno, node.col_offset, _string(node.args[0]), helpers[node.func.id], node))
+    return [(key, deprecated, node) for _, _, key, deprecated, node in sorted(found, key=lambda f: (f[0], f[1]))]
+
+
+def deprecated_keys(src: Source) -> list[str]:
+    """Keys the release accepts with a deprecation warning (:func:`resolver_reads`), in first-read order."""
+    out: list[str] = []
+    for path in package_modules(src):
+        try:
+            reads = resolver_reads(src.read(path) or "")
+        except SyntaxError:
+            continue
+        out += [key for key, deprecated, _ in reads if deprecated and key not in out]
+    return out
+
+
 def dataclass_fields(source: str) -> list[str]:
     """From v0.27.1rc1 ``AscendConfig`` is a pydantic dataclass with ``extra="forbid"`` (``ascend_config.py``): its
     init fields (annotated class attributes, not ``_``-prefixed, not ``init=False``) less the keys the factory
@@ -271,11 +343,12 @@ def package_modules(src: Source) -> list[str]:
 
 def extract_keys(src: Source) -> list[str]:
     """The release's ``--additional-config`` key set, in first-read order (``ascend_config.py`` first, its
-    dataclass fields before its reads, :func:`dataclass_fields`)."""
+    dataclass fields before its reads, :func:`dataclass_fields`, then the keys read through a helper,
+    :func:`resolver_reads`, deprecated ones included: the release still accepts them)."""
     keys: list[str] = []
     for path in package_modules(src):
         try:
-            reads = key_reads(src.read(path) or "")
+            reads = key_reads(src.read(path) or "") + [(k, n) for k, _, n in resolver_reads(src.read(path) or "")]
             if path == "vllm_ascend/ascend_config.py":
                 reads = [(k, None) for k in dataclass_fields(src.read(path) or "")] + reads
         except SyntaxError:
@@ -365,9 +438,15 @@ def cut_fixture(src: Source, version: str, out: Path) -> None:
             reads = key_reads(text)
         except SyntaxError:
             continue
-        if not reads:
+        resolved = resolver_reads(text)
+        if not reads and not resolved:
             continue
         segments = [f"({ast.get_source_segment(text, node)})" for _, node in reads]
+        for helper in dict.fromkeys(n.func.id for _, _, n in resolved):  # the helper, reduced to its read
+            note = " (deprecated)" if any(d for _, d, n in resolved if n.func.id == helper) else ""
+            segments += [f"def {helper}(config_key):", f'    "additional_config.%s is read{note}"',
+                         "    return additional_config[config_key]"]
+        segments += [f"({ast.get_source_segment(text, node)})" for _, _, node in resolved]
         if path == "vllm_ascend/ascend_config.py" and dataclass_fields(text):  # v0.27.1rc1+: the accepted fields
             segments = ["class AscendConfig:"] + [f"    {f}: object" for f in dataclass_fields(text)] + segments
         (out / path).parent.mkdir(parents=True, exist_ok=True)
@@ -382,11 +461,12 @@ def draft(version: str, current: Source, previous: Source | None, previous_versi
     matrix, keys_table, rules_text = committed_rows()
     pins, notes = extract_pins(current, version)
     keys = extract_keys(current)
+    deprecated = deprecated_keys(current)
     base = keys_table.get(previous_version) if previous_version else None
     changed = (changed_files(previous, current, cited_in_either(rules_text, previous, current))
                if previous is not None else [])
     return {"version": version, "previous": previous_version, "pins": pins, "pin_notes": notes,
-            "additional_config_keys": keys,
+            "additional_config_keys": keys, "deprecated_keys": deprecated,
             "previous_keys_committed": base is not None,
             "forbids_unknown_keys": 'extra="forbid"' in (current.read("vllm_ascend/ascend_config.py") or ""),
             "keys_added": [k for k in keys if base is not None and k not in base],
@@ -404,7 +484,10 @@ def render(d: dict) -> str:
                                sort_keys=False, width=120)
     keys_row = yaml.safe_dump({d["version"]: d["additional_config_keys"]}, default_flow_style=None, width=120)
     lines = ["# version_matrix.yaml", matrix_row, "# engine_rules.yaml", rules_row,
-             "# additional_config_keys.yaml", keys_row, "# checklist"]
+             "# additional_config_keys.yaml", keys_row]
+    if d["deprecated_keys"]:
+        lines.append(f"# deprecated_keys (kept above: accepted with a deprecation warning): {d['deprecated_keys']}")
+    lines.append("# checklist")
     lines += [f"- [ ] pins: {n}" for n in d["pin_notes"]]
     if d["previous"]:
         if d["previous_keys_committed"]:
@@ -432,13 +515,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--previous", help="the row to diff against (default: the newest committed older row)")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help=f"sdist cache (default {DEFAULT_CACHE})")
     parser.add_argument("--json", action="store_true", help="print the draft as JSON")
+    parser.add_argument("--index-url", default=INDEX_URL,
+                        help=f"base of PyPI's JSON API, or a mirror's (default {INDEX_URL})")
     parser.add_argument("--cut-fixture", type=Path, metavar="DIR",
                         help="also write the excerpts the extraction reads to DIR (tests/data/releases/<version>)")
     args = parser.parse_args(argv)
     try:
-        current = SdistSource(fetch_sdist(args.version, args.cache))
+        current = SdistSource(fetch_sdist(args.version, args.cache, args.index_url))
         previous_version = args.previous or previous_row(args.version, committed_rows()[0])
-        previous = SdistSource(fetch_sdist(previous_version, args.cache)) if previous_version else None
+        previous = (SdistSource(fetch_sdist(previous_version, args.cache, args.index_url)) if previous_version
+                    else None)
     except IngestError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from ascendflow.models.checkpoint import read_inventory
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
-from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.errors import ConfigError, format_validation_error
 from ascendflow.schema.model import ModelSpec
 
 
@@ -140,7 +140,10 @@ def resolve_model(model: ModelSpec, *, need_weights: bool,
             check_loadable(local, "model.path" if model.path else "model.id")
         return resolved
     if not need_weights and model.architecture is not None:
-        return ResolvedModel(None, ModelArchitecture.from_hf_config(model.architecture))
+        try:
+            return ResolvedModel(None, ModelArchitecture.from_hf_config(model.architecture))
+        except ValidationError as exc:  # an inline value out of range: the key, the value, the rule and the fix
+            raise format_validation_error(exc, "model.architecture") from None
     looked = ", ".join(str(p) for p in ([Path(model.path)] if model.path else hub_cache_dirs(model.id)))
     raise ConfigError("model.id", model.id,
                       f"weights not available locally (looked in {looked}); there is no hub access here: copy the "

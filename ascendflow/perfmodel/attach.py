@@ -12,7 +12,7 @@ from typing import Any
 from ascendflow.compiler import Plan
 from ascendflow.perfmodel.calibration import load_calibration
 from ascendflow.perfmodel.pd_ratio import pd_ratio
-from ascendflow.perfmodel.predict import MEASURED_ERROR, predict
+from ascendflow.perfmodel.predict import MEASURED_ERROR, SIMULATED_REQUESTS, predict
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.table import TABLES_DIR, find_table
 from ascendflow.platforms import platform_for
@@ -59,7 +59,9 @@ def _tokenized_lengths(spec: RunSpec, model_path: str) -> list[tuple[int, int]] 
 
         tok = AutoTokenizer.from_pretrained(model_path)
         lengths = []
-        for r in chat_requests(spec.workload):
+        # Only the requests the prediction simulates (the first ones: chat_requests draws in order).
+        n = min(spec.workload.num_prompts, SIMULATED_REQUESTS)
+        for r in chat_requests(spec.workload.model_copy(update={"num_prompts": n})):
             ids = (tok.apply_chat_template([{"role": "user", "content": r["prompt"]}], add_generation_prompt=True)
                    if tok.chat_template else tok(r["prompt"])["input_ids"])
             ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids

@@ -36,6 +36,11 @@ from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.workload import WorkloadSpec
 
 
+#: ``--help``'s description: plain text (the module docstring's first line is reStructuredText, cut mid-span).
+DESCRIPTION = ("Refit the NPU step model's constants to the measured runs of an MLflow experiment, write a calibration "
+               "file for hardware.calibration=<file>, and print the error before and after the fit.")
+
+
 def _value(text: str) -> Any:
     """A param's value back from its text (``str(value)``, ``null`` for ``None``)."""
     if text == "null":
@@ -134,7 +139,7 @@ def _line(name: str, table: Mapping[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (2: bad input, one ``error:`` line)."""
-    ap = argparse.ArgumentParser(prog="python -m ascendflow.perfmodel.fit", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m ascendflow.perfmodel.fit", description=DESCRIPTION)
     ap.add_argument("--experiment", required=True, help="MLflow experiment whose FINISHED runs are fitted")
     ap.add_argument("--tracking-uri", help="MLflow store (default: $MLFLOW_TRACKING_URI, else outputs/mlflow)")
     ap.add_argument("--hardware", help="hardware option whose runs are fitted (needed when the experiment has several)")

@@ -6,6 +6,8 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ascendflow.schema.bounds import MAX_ENV_INT, MAX_EXPERTS, MAX_LAYERS, MAX_TOKENS, MAX_WIDTH
+
 _DTYPE_NAMES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float32": "float32",
                 "float": "float32"}
 
@@ -21,15 +23,15 @@ class ModelArchitecture(BaseModel):
 
     architectures: tuple[str, ...] = ()
     model_type: str = ""
-    hidden_size: int = Field(ge=1)
-    num_hidden_layers: int = Field(ge=1)
-    num_attention_heads: int = Field(ge=1)
+    hidden_size: int = Field(ge=1, le=MAX_WIDTH)
+    num_hidden_layers: int = Field(ge=1, le=MAX_LAYERS)
+    num_attention_heads: int = Field(ge=1, le=MAX_WIDTH)
     num_key_value_heads: int | None = Field(default=None, ge=1)
     head_dim: int | None = Field(default=None, ge=1)
     #: Gemma-3n gives one width per layer (a list); the weights pass reads :attr:`dense_intermediate_size`.
     intermediate_size: int | tuple[int, ...] | None = None
-    vocab_size: int = Field(ge=1)
-    max_position_embeddings: int = Field(ge=1)
+    vocab_size: int = Field(ge=1, le=MAX_TOKENS)
+    max_position_embeddings: int = Field(ge=1, le=MAX_ENV_INT)
     tie_word_embeddings: bool = False
     torch_dtype: str = "bfloat16"
     # MLA (DeepSeek-V2/V3)
@@ -39,8 +41,8 @@ class ModelArchitecture(BaseModel):
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
     # MoE
-    n_routed_experts: int | None = None
-    num_experts: int | None = None
+    n_routed_experts: int | None = Field(default=None, le=MAX_EXPERTS)
+    num_experts: int | None = Field(default=None, le=MAX_EXPERTS)
     num_experts_per_tok: int | None = None
     moe_intermediate_size: int | None = None
     n_shared_experts: int | None = None
@@ -95,7 +97,7 @@ class ModelArchitecture(BaseModel):
     # ``attn_output_gate``), gpt-oss / Llama-4 / Granite (``num_local_experts``), Llama-4 (``intermediate_size_mlp``,
     # ``interleave_moe_layer_step``), Granite (``shared_intermediate_size``), Gemma-3n/4 per-layer inputs, AltUp,
     # Laurel and ``use_double_wide_mlp``. Unset (None) fields stay out of the plan's architecture dump and hash.
-    num_local_experts: int | None = None
+    num_local_experts: int | None = Field(default=None, le=MAX_EXPERTS)
     shared_expert_intermediate_size: int | None = None
     shared_intermediate_size: int | None = None
     decoder_sparse_step: int | None = None

@@ -8,6 +8,7 @@ from pydantic import BeforeValidator, Field
 from typing_extensions import Annotated
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import MAX_ENV_INT
 
 #: Environment values as strings: ``+ascend.env.X=1`` arrives from Hydra as an int.
 def _env_value(value: object) -> str:
@@ -70,10 +71,10 @@ class AscendSpec(Spec):
     name: str = "default"
     additional_config: AdditionalConfig = Field(default_factory=AdditionalConfig)
     hccl_op_expansion_mode_aiv: bool = True
-    hccl_buffsize_mb: int = Field(default=200, ge=1)
-    omp_num_threads: int = Field(default=10, ge=1)
-    hccl_connect_timeout_s: int = Field(default=120, ge=1)
-    hccl_exec_timeout_s: int = Field(default=300, ge=1)
+    hccl_buffsize_mb: int = Field(default=200, ge=1, le=MAX_ENV_INT)
+    omp_num_threads: int = Field(default=10, ge=1, le=MAX_ENV_INT)
+    hccl_connect_timeout_s: int = Field(default=120, ge=1, le=MAX_ENV_INT)
+    hccl_exec_timeout_s: int = Field(default=300, ge=1, le=MAX_ENV_INT)
     enable_sequence_parallelism: bool = False
     env: dict[str, EnvValue] = Field(default_factory=dict)
     secret_env: list[str] = Field(default_factory=list)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import MAX_BLOCK_SIZE, MAX_BYTES, MAX_NUM_SEQS, MAX_SEED, MAX_SPECULATIVE_TOKENS, MAX_TOKENS
 
 
 class EngineSpec(Spec):
@@ -30,17 +31,17 @@ class EngineSpec(Spec):
             − 150 MiB margin, so graph memory is reserved explicitly (vllm-ascend PR #8289's suggested value).
     """
 
-    max_model_len: int | None = Field(default=None, ge=1)
-    max_num_seqs: int | None = Field(default=None, ge=1)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    max_model_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    max_num_seqs: int | None = Field(default=None, ge=1, le=MAX_NUM_SEQS)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
-    kv_cache_memory_bytes: int | None = Field(default=None, gt=0)
+    kv_cache_memory_bytes: int | None = Field(default=None, gt=0, le=MAX_BYTES)
     enable_prefix_caching: bool | None = None
     enable_chunked_prefill: bool | None = None
-    block_size: int | None = Field(default=None, ge=1)
+    block_size: int | None = Field(default=None, ge=1, le=MAX_BLOCK_SIZE)
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     enforce_eager: bool = False
-    num_speculative_tokens: int = Field(default=0, ge=0)
+    num_speculative_tokens: int = Field(default=0, ge=0, le=MAX_SPECULATIVE_TOKENS)
     speculative_method: Literal["deepseek_mtp", "mtp"] | None = None
     pin_kv_cache_memory: bool = False

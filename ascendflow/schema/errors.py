@@ -50,7 +50,8 @@ def format_validation_error(exc: Any, prefix: str = "") -> ConfigError:
         value = None
         rule = "required key is missing"
     elif (fix := _FIXES.get(err["type"])) is not None:
-        rule = f"{rule}; {fix.format(key=key, **{k: v for k, v in (err.get('ctx') or {}).items()})}"
+        ctx = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in (err.get("ctx") or {}).items()}
+        rule = f"{rule}; {fix.format(key=key, **ctx)}"
     return ConfigError(key or "<root>", value, rule)
 
 

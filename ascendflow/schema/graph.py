@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field
+from typing_extensions import Annotated
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import MAX_NUM_SEQS
 
 CudagraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 
@@ -25,5 +27,6 @@ class GraphSpec(Spec):
     name: str
     enforce_eager: bool = False
     cudagraph_mode: CudagraphMode | None = None
-    cudagraph_capture_sizes: tuple[PositiveInt, ...] | None = Field(default=None, min_length=1)
-    max_cudagraph_capture_size: int | None = Field(default=None, ge=1)
+    cudagraph_capture_sizes: tuple[Annotated[int, Field(gt=0, le=MAX_NUM_SEQS)], ...] | None = Field(
+        default=None, min_length=1, max_length=MAX_NUM_SEQS)
+    max_cudagraph_capture_size: int | None = Field(default=None, ge=1, le=MAX_NUM_SEQS)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import MAX_BLOCK_SIZE, MAX_BYTES, MAX_NODES, MAX_PEAK
 
 DType = Literal["bfloat16", "float16", "float32"]
 
@@ -59,21 +60,21 @@ class HardwareSpec(Spec):
     name: str
     kind: Literal["cpu", "npu", "gpu"]
     device_name: str
-    devices_per_node: int = Field(ge=1)
-    device_memory_bytes: int | None = Field(default=None, gt=0)
+    devices_per_node: int = Field(ge=1, le=MAX_NODES)
+    device_memory_bytes: int | None = Field(default=None, gt=0, le=MAX_BYTES)
     dtypes: tuple[DType, ...] = Field(min_length=1)
-    kv_block_size: int = Field(ge=1)
-    kv_block_size_multiple: int = Field(default=1, ge=1)
-    default_kv_cache_memory_bytes: int | None = Field(default=None, gt=0)
+    kv_block_size: int = Field(ge=1, le=MAX_BLOCK_SIZE)
+    kv_block_size_multiple: int = Field(default=1, ge=1, le=MAX_BLOCK_SIZE)
+    default_kv_cache_memory_bytes: int | None = Field(default=None, gt=0, le=MAX_BYTES)
     visible_devices_env: str | None = None
     software: str
     soc: Literal["910b", "910c", "310p", "950", "cpu", "gpu"]
-    runtime_reserved_bytes: int = Field(default=0, ge=0)
-    occupied_bytes: int = Field(default=0, ge=0)
-    non_torch_bytes: int = Field(default=0, ge=0)
+    runtime_reserved_bytes: int = Field(default=0, ge=0, le=MAX_BYTES)
+    occupied_bytes: int = Field(default=0, ge=0, le=MAX_BYTES)
+    non_torch_bytes: int = Field(default=0, ge=0, le=MAX_BYTES)
     multinode_moe_env: dict[str, str] = Field(default_factory=dict)
     k8s_device_resource: str | None = None
-    peak_tflops_bf16: float | None = Field(default=None, gt=0)
-    memory_bandwidth_gbps: float | None = Field(default=None, gt=0)
+    peak_tflops_bf16: float | None = Field(default=None, gt=0, le=MAX_PEAK)
+    memory_bandwidth_gbps: float | None = Field(default=None, gt=0, le=MAX_PEAK)
     calibration: str | None = None
     avx512_bf16: bool | None = None

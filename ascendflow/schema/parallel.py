@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import MAX_NODES, MAX_PARALLEL
 
 
 #: A Linux network interface name as ``ip link`` lists it: 1-15 characters (kernel ``IFNAMSIZ`` 16 with the NUL,
@@ -52,11 +53,11 @@ class ParallelSpec(Spec):
         ray_port: the Ray head's GCS port (``ray start --head --port``; Ray's default 6379).
     """
 
-    tensor_parallel_size: int = Field(default=1, ge=1)
-    pipeline_parallel_size: int = Field(default=1, ge=1)
-    data_parallel_size: int = Field(default=1, ge=1)
+    tensor_parallel_size: int = Field(default=1, ge=1, le=MAX_PARALLEL)
+    pipeline_parallel_size: int = Field(default=1, ge=1, le=MAX_PARALLEL)
+    data_parallel_size: int = Field(default=1, ge=1, le=MAX_PARALLEL)
     enable_expert_parallel: bool = False
-    nodes: int = Field(default=1, ge=1)
+    nodes: int = Field(default=1, ge=1, le=MAX_NODES)
     node_addresses: tuple[Annotated[str, AfterValidator(_ip_address)], ...] = ()
     nic_name: str | None = None
     data_parallel_rpc_port: int = Field(default=13389, ge=1, le=65535)

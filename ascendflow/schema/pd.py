@@ -7,12 +7,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field
 
 from ascendflow.schema.ascend import AdditionalConfig, EnvValue
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import (MAX_BYTES, MAX_COUNT, MAX_ENV_INT, MAX_NODES, MAX_NUM_SEQS, MAX_PARALLEL,
+                                     MAX_SPECULATIVE_TOKENS, MAX_TOKENS)
 from ascendflow.schema.graph import CudagraphMode
 
 #: KV connectors vllm-ascend registers (``vllm_ascend/distributed/kv_transfer/__init__.py`` ``register_connector``,
@@ -49,28 +51,29 @@ class RoleSpec(Spec):
             (:mod:`ascendflow.perfmodel.pd_ratio`). ``None``: predicted.
     """
 
-    instances: PositiveInt = 1
-    nodes: PositiveInt = 1
-    tensor_parallel_size: PositiveInt = 1
-    data_parallel_size: PositiveInt = 1
+    instances: int = Field(default=1, ge=1, le=MAX_PARALLEL)
+    nodes: int = Field(default=1, ge=1, le=MAX_NODES)
+    tensor_parallel_size: int = Field(default=1, ge=1, le=MAX_PARALLEL)
+    data_parallel_size: int = Field(default=1, ge=1, le=MAX_PARALLEL)
     enable_expert_parallel: bool = False
-    dp_ranks_per_node: PositiveInt | None = None
+    dp_ranks_per_node: int | None = Field(default=None, ge=1, le=MAX_PARALLEL)
     dp_launch: Literal["external", "internal"] = "external"
-    max_num_seqs: PositiveInt | None = None
-    max_num_batched_tokens: PositiveInt | None = None
+    max_num_seqs: int | None = Field(default=None, ge=1, le=MAX_NUM_SEQS)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    kv_cache_memory_bytes: PositiveInt | None = None
+    kv_cache_memory_bytes: int | None = Field(default=None, ge=1, le=MAX_BYTES)
     enforce_eager: bool | None = None
     cudagraph_mode: CudagraphMode | None = None
-    cudagraph_capture_sizes: tuple[PositiveInt, ...] | None = Field(default=None, min_length=1)
-    num_speculative_tokens: int | None = Field(default=None, ge=0)
+    cudagraph_capture_sizes: tuple[Annotated[int, Field(gt=0, le=MAX_NUM_SEQS)], ...] | None = Field(
+        default=None, min_length=1, max_length=MAX_NUM_SEQS)
+    num_speculative_tokens: int | None = Field(default=None, ge=0, le=MAX_SPECULATIVE_TOKENS)
     additional_config: AdditionalConfig = Field(default_factory=AdditionalConfig)
     env: dict[str, EnvValue] = Field(default_factory=dict)
-    hccl_buffsize_mb: PositiveInt | None = None
+    hccl_buffsize_mb: int | None = Field(default=None, ge=1, le=MAX_ENV_INT)
     kv_port: int = Field(default=36000, ge=1024, le=65535)
-    kv_port_stride: PositiveInt = 100
+    kv_port_stride: int = Field(default=100, ge=1, le=65535)
     api_port: int = Field(default=7100, ge=1, le=65535)
-    measured_capacity_rps: float | None = Field(default=None, gt=0)
+    measured_capacity_rps: float | None = Field(default=None, gt=0, le=MAX_COUNT)
 
 
 class ProxySpec(Spec):

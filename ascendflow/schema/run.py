@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import MAX_LATENCY_MS, MAX_SECONDS
 
 
 class RunOptions(Spec):
@@ -52,10 +53,10 @@ class RunOptions(Spec):
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535)
     launch_port: int = Field(default=8000, ge=1, le=65535)
-    health_timeout_s: float = Field(default=900, gt=0)
-    shutdown_grace_s: float = Field(default=20, gt=0)
+    health_timeout_s: float = Field(default=900, gt=0, le=MAX_SECONDS)
+    shutdown_grace_s: float = Field(default=20, gt=0, le=MAX_SECONDS)
     objective: Literal["output_throughput", "throughput_and_p99_ttft", "capacity_rps"] = "output_throughput"
-    slo_p99_ttft_ms: float | None = Field(default=None, gt=0)
+    slo_p99_ttft_ms: float | None = Field(default=None, gt=0, le=MAX_LATENCY_MS)
     max_failed_fraction: float = Field(default=0.0, ge=0, le=1)
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
     server_url: str | None = None

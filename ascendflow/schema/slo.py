@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import MAX_COUNT, MAX_LATENCY_MS, MIN_REQUEST_RATE
 
 
 class SloSpec(Spec):
@@ -39,14 +40,14 @@ class SloSpec(Spec):
     """
 
     name: str = "default"
-    p99_ttft_ms: float | None = Field(default=None, gt=0)
-    p99_tpot_ms: float | None = Field(default=None, gt=0)
+    p99_ttft_ms: float | None = Field(default=None, gt=0, le=MAX_LATENCY_MS)
+    p99_tpot_ms: float | None = Field(default=None, gt=0, le=MAX_LATENCY_MS)
     variable: Literal["max_concurrency", "request_rate"] = "max_concurrency"
-    min_load: float = Field(default=1, gt=0)
-    max_load: float | None = Field(default=None, gt=0)
-    resolution: float = Field(default=1, gt=0)
+    min_load: float = Field(default=1, ge=MIN_REQUEST_RATE, le=MAX_COUNT)
+    max_load: float | None = Field(default=None, ge=MIN_REQUEST_RATE, le=MAX_COUNT)
+    resolution: float = Field(default=1, gt=0, le=MAX_COUNT)
     max_points: int = Field(default=6, ge=2, le=64)
-    measure_top: int | None = Field(default=None, ge=1)
+    measure_top: int | None = Field(default=None, ge=1, le=MAX_COUNT)
 
     @property
     def targets(self) -> dict[str, float]:

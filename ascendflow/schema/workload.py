@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import MAX_COUNT, MAX_SEED, MAX_TOKENS, MIN_REQUEST_RATE
 
 
 class WorkloadSpec(Spec):
@@ -34,14 +35,14 @@ class WorkloadSpec(Spec):
 
     name: str
     dataset: Literal["chat", "random", "prefix_repetition"]
-    num_prompts: int = Field(ge=1)
-    max_concurrency: int | None = Field(default=None, ge=1)
-    request_rate: float = Field(default=math.inf, gt=0)
-    max_output_tokens: int = Field(default=64, ge=1)
-    random_input_len: int = Field(default=256, ge=1)
-    random_output_len: int = Field(default=128, ge=1)
-    prefix_suffix_len: int = Field(default=64, ge=1)
-    num_prefixes: int = Field(default=4, ge=1)
-    temperature: float = Field(default=0.0, ge=0)
+    num_prompts: int = Field(ge=1, le=MAX_COUNT)
+    max_concurrency: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    request_rate: float = Field(default=math.inf, ge=MIN_REQUEST_RATE)
+    max_output_tokens: int = Field(default=64, ge=1, le=MAX_TOKENS)
+    random_input_len: int = Field(default=256, ge=1, le=MAX_TOKENS)
+    random_output_len: int = Field(default=128, ge=1, le=MAX_TOKENS)
+    prefix_suffix_len: int = Field(default=64, ge=1, le=MAX_TOKENS)
+    num_prefixes: int = Field(default=4, ge=1, le=MAX_COUNT)
+    temperature: float = Field(default=0.0, ge=0, le=100)
     ignore_eos: bool = False
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)

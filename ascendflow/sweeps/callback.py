@@ -20,6 +20,7 @@ from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.sweeps.checks import (hardware_here, refuse_bad_measure_top, refuse_bad_search_space,
                                       refuse_bad_shared_values, refuse_parallel_engines,
                                       refuse_search_without_measurements)
+from ascendflow.sweeps.size import refuse_oversized_sweep
 from ascendflow.tracking.capacity_ranking import record_on_parent
 from ascendflow.tracking.cluster import SWEEP_ENV, publish_sweep, refuse_local_store, start_server, stop_server
 from ascendflow.tracking.server import wants_server
@@ -77,6 +78,7 @@ class MlflowSweepCallback(Callback):
         try:
             refuse_parallel_engines(OmegaConf.select(config, "hydra.launcher"), "serve" if engines else "plan")
             refuse_search_without_measurements(config, engines)
+            refuse_oversized_sweep(config)
             refuse_bad_search_space(config)
             tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
             measure_top = refuse_bad_measure_top(config, tracking.enabled)

@@ -127,6 +127,18 @@ def _delta(key: str, pair: dict[str, Any]) -> str:
     return ""
 
 
+def _version_change(pair: dict[str, Any]) -> str:
+    """``upgrade`` or ``downgrade`` for two PEP 440 versions (a CANN 9.1.0 → 9.0.1 row says so); "" for what is not
+    a version (Python's ``>=3.10,<3.12`` range) or an unchanged one."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        a, b = Version(str(pair["current"])), Version(str(pair["target"]))
+    except (InvalidVersion, TypeError):
+        return ""
+    return "upgrade" if b > a else "downgrade" if b < a else ""
+
+
 def render(diff: dict[str, Any]) -> None:
     """Print the diff with rich: one table of changed figures, then refusals, capture sizes, warnings, arguments."""
     from rich.console import Console
@@ -143,7 +155,8 @@ def render(diff: dict[str, Any]) -> None:
     table = Table("section", "item", "current", "target", "change")
     for key, pair in rows.get("engine", {}).items():
         if key != "row":
-            table.add_row("versions", key, _value(key, pair["current"]), _value(key, pair["target"]), "")
+            table.add_row("versions", key, _value(key, pair["current"]), _value(key, pair["target"]),
+                          _version_change(pair))
     for section in ("cudagraph_mode", "kv", "memory", "engine_args", "rules"):
         for key, pair in diff[section].items():
             table.add_row(section, key, _value(key, pair["current"]), _value(key, pair["target"]), _delta(key, pair))

@@ -24,7 +24,7 @@ def test_trust_remote_code_only_when_asked_and_the_plan_says_so():
     off = _plan(npu)
     assert "trust_remote_code" not in off.engine_args and "--trust-remote-code" not in off.serve_command
     assert not [w for w in off.warnings if "trust_remote_code" in w]
-    on = _plan([*npu, "+model.trust_remote_code=true"])
+    on = _plan([*npu, "model.trust_remote_code=true"])
     assert on.engine_args["trust_remote_code"] is True and "--trust-remote-code" in on.serve_command
     assert ("model.trust_remote_code=true: vLLM runs the model repository's own Python code on every node"
             in on.warnings)

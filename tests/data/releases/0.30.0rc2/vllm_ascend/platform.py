@@ -1,0 +1,13 @@
+# additional_config reads cut from vllm-ascend 0.30.0rc2 vllm_ascend/platform.py
+(additional_config.get("eplb_config", {}))
+(additional_config.get("scheduler_config"))
+(additional_config["ascend_compilation_config"])
+(additional_config["ascend_compilation_config"])
+(additional_config["ascend_compilation_config"])
+(additional_config["ascend_compilation_config"])
+(additional_config["ascend_compilation_config"])
+(additional_config["ascend_compilation_config"])
+(additional_config["ascend_compilation_config"])
+(additional_config["ascend_compilation_config"])
+(additional_config["ascend_compilation_config"])
+(vllm_config.additional_config.get("enable_sparse_sfa_c8", False))
