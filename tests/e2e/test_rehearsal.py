@@ -101,9 +101,8 @@ def _rehearse_over_nnodes(recipe: str, tmp_path: Path, mlflow_uri: str) -> tuple
     return rehearsed, node1_log
 
 
-def test_rehearse_tp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
-    rehearsed, _ = _rehearse_over_nnodes("qwen3_235b_tp16_2nodes", tmp_path, mlflow_uri)
-    assert rehearsed["engine_args"]["tensor_parallel_size"] == 2
+# TP2 across the two nodes (recipe qwen3_235b_tp16_2nodes, same --nnodes launcher) is benchmarks/rehearse_tp2_nnodes.py
+# (issue 24 item 4): the PP2 test below covers the launcher; the benchmark keeps the TP2 case runnable and checked.
 
 
 def test_rehearse_pp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
