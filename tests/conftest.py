@@ -78,8 +78,9 @@ def pytest_collection_modifyitems(config, items):
     """``engine`` and its older alias ``e2e`` mark the same tests: each is added wherever the other is. Engine tests
     also go into one ``xdist_group`` (``engine``): under ``pytest -n 2 --dist loadgroup`` (``.ci/run``) they run one
     after another on one worker (one engine at a time, as timed on 2 cores; fixed ports, vLLM's compile cache and the
-    model cache are never contended between two engines) while the other worker runs the unit and CLI tiers. Tests
-    under ``tests/cli/`` get the ``cli`` marker, the rest that is not ``engine`` the ``unit`` marker."""
+    model cache are never contended between two engines) while the other worker runs the unit and CLI tiers; the
+    group is queued first, as it is the longest. Tests under ``tests/cli/`` get the ``cli`` marker, the rest that is
+    not ``engine`` the ``unit`` marker."""
     for item in items:
         names = {m.name for m in item.iter_markers()}
         if "engine" in names and "e2e" not in names:
@@ -92,3 +93,5 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.cli)
         else:
             item.add_marker(pytest.mark.unit)
+    if getattr(config.option, "numprocesses", None):  # under xdist the engine group, the longest unit, goes first
+        items[:] = sorted(items, key=lambda item: item.get_closest_marker("engine") is None)
