@@ -32,7 +32,7 @@ RECIPE = "qwen3_235b_tp16_2nodes"
 #: The rehearsal arguments of ``tests/e2e/test_rehearsal.py`` (a 4-prompt workload, short prompts and answers).
 ARGS = [f"+recipe={RECIPE}", "run.mode=rehearse", "workload.num_prompts=4", "workload.max_concurrency=4",
         "workload.random_input_len=64", "workload.random_output_len=16"]
-#: vLLM 0.32.0's line on node 1 (``vllm/v1/executor/multiproc_executor.py``, headless worker of a ``--nnodes`` run).
+#: vLLM 0.32.0's line on node 1 (``vllm/entrypoints/cli/serve.py``, the headless node of a ``--nnodes`` run).
 NODE1_LINE = "Launching vLLM (v0.32.0) headless multiproc executor, with head node address 127.0.0.1:"
 
 
