@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
 RECIPES = REPO / "recipes" / "recipe"
+CLI_TIER = REPO / "tests" / "cli"
 # The msModelSlim interpreter that scripts/setup.sh installs (ascendflow.models.msmodelslim_w8a8 looks here).
 if (REPO / ".venv-msmodelslim" / "bin" / "python").exists():
     os.environ.setdefault("ASCENDFLOW_MSMODELSLIM_PYTHON", str(REPO / ".venv-msmodelslim" / "bin" / "python"))
@@ -75,10 +76,23 @@ def plan_for(overrides: list[str], host_memory_bytes: int = 16 * 2**30):
 
 
 def pytest_collection_modifyitems(config, items):
-    """``engine`` and its older alias ``e2e`` mark the same tests: each is added wherever the other is."""
+    """``engine`` and its older alias ``e2e`` mark the same tests: each is added wherever the other is. Engine tests
+    also go into one ``xdist_group`` (``engine``): under ``pytest -n 2 --dist loadgroup`` (``.ci/run``) they run one
+    after another on one worker (one engine at a time, as timed on 2 cores; fixed ports, vLLM's compile cache and the
+    model cache are never contended between two engines) while the other worker runs the unit and CLI tiers; the
+    group is queued first, as it is the longest. Tests under ``tests/cli/`` get the ``cli`` marker, the rest that is
+    not ``engine`` the ``unit`` marker."""
     for item in items:
         names = {m.name for m in item.iter_markers()}
         if "engine" in names and "e2e" not in names:
             item.add_marker(pytest.mark.e2e)
         elif "e2e" in names and "engine" not in names:
             item.add_marker(pytest.mark.engine)
+        if names & {"engine", "e2e"}:
+            item.add_marker(pytest.mark.xdist_group("engine"))
+        elif CLI_TIER in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.cli)
+        else:
+            item.add_marker(pytest.mark.unit)
+    if getattr(config.option, "numprocesses", None):  # under xdist the engine group, the longest unit, goes first
+        items[:] = sorted(items, key=lambda item: item.get_closest_marker("engine") is None)

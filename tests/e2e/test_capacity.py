@@ -1,7 +1,7 @@
 """SLO capacity search on the real engine: a three-config ``+sweep=capacity`` with ``slo.measure_top=2`` (the lowest
 prediction pruned; one engine start per measured config, load points each) with its MLflow children, load curves and
-the parent's ranking; a single run whose SLO no load can
-meet; bad search spaces refused before anything starts."""
+the parent's ranking. A search whose SLO no load can meet is ``tests/e2e/test_attach.py`` (on its shared
+deployment), bad search spaces refused before anything starts ``tests/cli/test_bad_sweep_inputs.py``."""
 
 from __future__ import annotations
 
@@ -87,37 +87,3 @@ def test_capacity_sweep_prunes_by_prediction_then_ranks_the_measured_configs(tmp
     assert compare.returncode == 0, compare.stderr[-2000:]
     header = (tmp_path / "outputs" / "compare" / parent.info.run_id / "comparison.csv").read_text().splitlines()[0]
     assert {"engine.max_num_seqs", "capacity_rps", "capacity_load", "slo_met"} <= set(header.split(",")), header
-
-
-def test_an_slo_no_load_can_meet_is_recorded_not_crashed(tmp_path, mlflow_uri):
-    proc = run_ascendflow(["run.mode=capacity", *SMALL, "slo.p99_ttft_ms=1"], cwd=tmp_path,
-                          env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "SLO not met at any load (p99_ttft_ms ≤ 1" in proc.stdout
-    (run,) = mlflow_runs(mlflow_uri)
-    assert run.info.status == "FINISHED" and run.data.tags["capacity.slo_met"] == "false"
-    assert (run.data.metrics["slo_met"], run.data.metrics["capacity_rps"], run.data.metrics["load_points"]) == (0, 0, 2)
-    points = json.loads(next(tmp_path.glob("outputs/runs/*/*/capacity/points.json")).read_text())
-    assert [(p["load"], p["meets_slo"]) for p in points["points"]] == [(1.0, False), (8.0, False)]
-    assert points["order"] == [8.0, 1.0]  # serve_sla's order: the maximum first, then the minimum
-
-
-@pytest.mark.parametrize("args, line", [
-    (["-m", "+sweep=capacity", "engine.max_num_seq=4,8"],
-     "error: engine.max_num_seq='4,8': is not a config key, so no job could use it"),
-    (["-m", "+sweep=capacity", "workload.num_prompts=8,16"],
-     "error: workload.num_prompts=32: a capacity search varies the load itself and holds the workload and SLO fixed"),
-    (["-m", "+sweep=capacity", "hydra.sweeper.params=null"],
-     "error: hydra.sweeper.params='{}': a capacity sweep needs at least one server knob to vary"),
-    (["run.mode=capacity", "slo.p99_ttft_ms=0"], "error: slo.p99_ttft_ms=0: Input should be greater than 0"),
-    (["-m", "+sweep=capacity", "slo.p99_ttft_ms=0"],
-     "error: slo.p99_ttft_ms=0: Input should be greater than 0; set slo.p99_ttft_ms above 0.0"),
-    (["run.mode=capacity", "slo.p99_ttft_ms=null", "slo.p99_tpot_ms=null"],
-     "error: slo.p99_ttft_ms=None: a capacity search needs a latency target"),
-    (["run.mode=capacity", "slo.max_load=100"], "error: slo.max_load=100.0: exceeds workload.num_prompts (32)"),
-])
-def test_bad_capacity_input_is_one_line_and_starts_nothing(tmp_path, mlflow_uri, args, line):
-    proc = run_ascendflow(args, cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri})
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert proc.stderr.strip().splitlines()[-1].startswith(line), proc.stderr[-1000:]
-    assert not list(tmp_path.rglob("engine.log")) and not list(tmp_path.rglob("serve_command.txt"))

@@ -148,18 +148,6 @@ def test_submitit_local_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_p
     check_sweep(tmp_path, before)
 
 
-def test_ray_sweep_on_a_local_sqlite_store_is_refused_before_anything_starts(tmp_path):
-    proc = run_ascendflow(["-m", "hydra/launcher=ray_local", "run.mode=plan", "engine.seed=0,1"], cwd=tmp_path,
-                          timeout=120)
-    assert proc.returncode == 2
-    db = (tmp_path / "outputs" / "mlflow" / "mlflow.db").resolve()
-    assert proc.stderr.strip().splitlines()[-1] == (
-        f"error: tracking.tracking_uri='sqlite:///{db}': ray jobs run in other processes and on other nodes that "
-        f"cannot write this machine's local store; use tracking=server (the sweep starts an MLflow server) or "
-        f"tracking=server tracking.tracking_uri=http://<host>:<port>")
-    assert "Ray" not in proc.stderr and not list(tmp_path.glob("outputs/multirun/*/*/0"))
-
-
 def test_single_run_starts_and_stops_its_own_tracking_server(tmp_path):
     before = cluster_processes(tmp_path)
     proc = run_ascendflow(["tracking=server", "run.mode=plan"], cwd=tmp_path, timeout=300)

@@ -101,9 +101,8 @@ def _rehearse_over_nnodes(recipe: str, tmp_path: Path, mlflow_uri: str) -> tuple
     return rehearsed, node1_log
 
 
-def test_rehearse_tp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
-    rehearsed, _ = _rehearse_over_nnodes("qwen3_235b_tp16_2nodes", tmp_path, mlflow_uri)
-    assert rehearsed["engine_args"]["tensor_parallel_size"] == 2
+# TP2 across the two nodes (recipe qwen3_235b_tp16_2nodes, same --nnodes launcher) is benchmarks/rehearse_tp2_nnodes.py
+# (issue 24 item 4): the PP2 test below covers the launcher; the benchmark keeps the TP2 case runnable and checked.
 
 
 def test_rehearse_pp2_across_two_nodes_with_nnodes(tmp_path, mlflow_uri):
@@ -130,13 +129,3 @@ def test_rehearse_node1_killed_during_start_fails_the_run(tmp_path, mlflow_uri):
     assert run.info.status == "FAILED"
     assert run.data.tags["error"].startswith("rehearsal node 1 exited with code -9")
     assert run.data.tags["rehearsal_of"] == read_json(run_dir / "plan.json")["plan_hash"]
-
-
-def test_rehearse_single_node_plan_is_refused(tmp_path, mlflow_uri):
-    proc = run_ascendflow(["+recipe=qwen3_0_6b", "run.mode=rehearse", f"hydra.run.dir={tmp_path / 'run'}"],
-                          cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=120)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert lines[-1] == ("error: run.mode='rehearse': the plan runs on 1 node(s); a rehearsal runs a multi-node "
-                         "plan's launch scripts (use run.mode=serve for one node, or a parallel option with nodes: 2)")
-    assert not (tmp_path / "run" / "rehearsal").exists() and not (tmp_path / "run" / "plan.json").exists()

@@ -1,5 +1,5 @@
 """``parallel.node_addresses`` and ``parallel.nic_name`` rules (issue 20 row 12e); the one-line CLI errors are in
-``tests/test_bad_inputs.py``."""
+``tests/cli/test_bad_inputs.py``."""
 
 from __future__ import annotations
 
