@@ -13,7 +13,7 @@ TESTS = Path(__file__).resolve().parent
 STARTS = re.compile(r"""["'](run\.mode=(serve|attach|rehearse)|tracking=server)["']""")
 MARKED = re.compile(r"pytest\.mark\.(engine|e2e)\b")
 #: Files that name those arguments only for runs that are refused before anything starts.
-STARTS_NOTHING = {"test_bad_inputs.py", "test_refused_before_start.py"}
+STARTS_NOTHING = {"test_bad_inputs.py", "test_refused_before_start.py", "test_size_bounds.py"}
 
 
 def test_files_that_start_engines_carry_the_engine_marker():
