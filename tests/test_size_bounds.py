@@ -66,7 +66,7 @@ REFUSED = [
     ("pd.decode.instances=1e9", "pd.decode.instances=1000000000.0: Input should be less than or equal to 4096; set "
                                 "pd.decode.instances to 4096 or less"),
     ("graph.max_cudagraph_capture_size=1e9", "graph.max_cudagraph_capture_size=1000000000.0: Input should be less "
-                                             "than or equal to 65536; set graph.max_cudagraph_capture_size to 65536 "
+                                             "than or equal to 16777216; set graph.max_cudagraph_capture_size to 16777216 "
                                              "or less"),
     ("run.health_timeout_s=1e300", "run.health_timeout_s=1e+300: Input should be less than or equal to 604800; set "
                                    "run.health_timeout_s to 604800 or less"),

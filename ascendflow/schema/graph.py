@@ -8,7 +8,7 @@ from pydantic import Field
 from typing_extensions import Annotated
 
 from ascendflow.schema.base import Spec
-from ascendflow.schema.bounds import MAX_NUM_SEQS
+from ascendflow.schema.bounds import MAX_NUM_SEQS, MAX_TOKENS
 
 CudagraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 
@@ -27,6 +27,7 @@ class GraphSpec(Spec):
     name: str
     enforce_eager: bool = False
     cudagraph_mode: CudagraphMode | None = None
-    cudagraph_capture_sizes: tuple[Annotated[int, Field(gt=0, le=MAX_NUM_SEQS)], ...] | None = Field(
+    cudagraph_capture_sizes: tuple[Annotated[int, Field(gt=0, le=MAX_TOKENS)], ...] | None = Field(
         default=None, min_length=1, max_length=MAX_NUM_SEQS)
-    max_cudagraph_capture_size: int | None = Field(default=None, ge=1, le=MAX_NUM_SEQS)
+    # A capture size is a batch of tokens (vLLM caps the largest at max_num_batched_tokens): the token bound.
+    max_cudagraph_capture_size: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
