@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -66,7 +67,9 @@ def job_inputs(cfg: DictConfig) -> JobInputs:
     raw, spec, error = None, None, None
     try:
         raw = _resolved(cfg)
-        spec = load_spec(raw)
+        parsed = load_spec(raw)
+        check_architecture_overrides(_task_overrides())
+        spec = parsed
     except Exception as exc:  # recorded FAILED by the job, inside its tracked run
         error = exc
     secrets, marked = _secrets(cfg)
@@ -76,6 +79,40 @@ def job_inputs(cfg: DictConfig) -> JobInputs:
         secrets=secrets, marked=marked,
         layout=layout_name(spec.parallel if spec is not None else _section(cfg, "parallel", ParallelSpec)),
         raw=raw, spec=spec, error=error)
+
+
+#: ``config.json`` keys vLLM derives the maximum length from (``vllm/config/model.py`` ``_get_and_verify_max_len``
+#: and ``derive_max_model_len_and_key``, vLLM 0.32.0) and the RoPE dicts that scale it.
+LENGTH_KEYS = frozenset({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                         "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
+                         "rope_scaling", "rope_parameters", "original_max_position_embeddings"})
+
+
+def check_architecture_overrides(overrides: list[str]) -> None:
+    """Refuse a command-line change of a length key under ``model.architecture`` (``model.architecture.
+    max_position_embeddings=131072``, ``+model.architecture.rope_scaling=...``).
+
+    The inline architecture stands for the checkpoint's ``config.json``; vLLM reads that file at start, not
+    ascendflow's values, and refuses a ``--max-model-len`` (every script passes one) above the length it derives from
+    it (``_get_and_verify_max_len`` raises ``ValueError``). A plan made longer this way is refused at start; the
+    overrides vLLM does read are ``--hf-overrides``, i.e. ``model.hf_overrides``.
+
+    Raises:
+        ConfigError: the key, its value and the ``model.hf_overrides`` to write instead.
+    """
+    for item in overrides:
+        key, _, value = item.lstrip("+~").partition("=")
+        field = key.removeprefix("model.architecture.")
+        if field != key and field.split(".")[0] in LENGTH_KEYS:
+            raise ConfigError(key, value, f"vLLM reads the checkpoint's config.json at start, not model.architecture, "
+                                          f"and refuses a --max-model-len beyond it (vllm/config/model.py "
+                                          f"_get_and_verify_max_len); set model.hf_overrides={{{field}: {value}}} "
+                                          f"instead (written as --hf-overrides)")
+
+
+def _task_overrides() -> list[str]:
+    """The job's command-line overrides (Hydra's ``overrides.task``); none outside a Hydra job."""
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
 def layout_name(parallel: ParallelSpec | None) -> str | None:

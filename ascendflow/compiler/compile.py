@@ -76,7 +76,10 @@ def _assemble(spec: RunSpec, arch: ModelArchitecture, row: dict, rules: EngineRu
     hw, eng, par = spec.hardware, spec.engine, spec.parallel
     target = TargetPlan(hardware=hw.name, kind=hw.kind, device_name=hw.device_name, nodes=par.nodes,
                         devices_per_node=hw.devices_per_node, engine=row, k8s_device_resource=hw.k8s_device_resource)
-    model = {"name": spec.model.name, "id": spec.model.id, "architecture": arch.model_dump(exclude_none=True)}
+    # RoPE dicts stay out of the dump (and hash): what they change is max_model_len, and model.hf_overrides is in
+    # engine_args; plans of checkpoints saved with a default rope_parameters keep their hash.
+    model = {"name": spec.model.name, "id": spec.model.id,
+             "architecture": arch.model_dump(exclude_none=True, exclude={"rope_parameters", "rope_scaling"})}
     estimates = plan_estimates(hw, explicit_kv, from_checkpoint, graph.cudagraph_mode,
                                rules.graph_memory_profiled or eng.pin_kv_cache_memory, rules.graph_memory_profiled,
                                frozenset(g.get("kind", "full") for g in kv.kv.groups))

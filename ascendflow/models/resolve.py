@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -93,7 +93,9 @@ def check_loadable(model_dir: Path, key: str) -> None:
 
 def resolve_model(model: ModelSpec, *, need_weights: bool,
                   progress: Callable[[str], None] | None = None) -> ResolvedModel:
-    """Locate (or build once, for the embedded models) the model and read its architecture.
+    """Locate (or build once, for the embedded models) the model and read its architecture, with
+    ``model.hf_overrides`` laid over it as vLLM lays ``--hf-overrides`` over the config it loads
+    (:meth:`~ascendflow.schema.architecture.ModelArchitecture.with_hf_overrides`).
 
     Args:
         model: the model option.
@@ -104,8 +106,15 @@ def resolve_model(model: ModelSpec, *, need_weights: bool,
         ResolvedModel with the model directory and its architecture.
 
     Raises:
-        ConfigError: a local path or hub id whose files are not on this machine (nothing is downloaded).
+        ConfigError: a local path or hub id whose files are not on this machine (nothing is downloaded); an override
+            the architecture refuses.
     """
+    resolved = _resolve(model, need_weights, progress)
+    return replace(resolved, architecture=resolved.architecture.with_hf_overrides(model.hf_overrides))
+
+
+def _resolve(model: ModelSpec, need_weights: bool, progress: Callable[[str], None] | None) -> ResolvedModel:
+    """:func:`resolve_model` before the overrides."""
     if model.source == "smollm2_gguf":
         from ascendflow.models.smollm2 import ensure_smollm2
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ascendflow.schema.errors import ConfigError, format_validation_error
 from ascendflow.schema.bounds import MAX_ENV_INT, MAX_EXPERTS, MAX_LAYERS, MAX_TOKENS, MAX_WIDTH
 
 _DTYPE_NAMES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float32": "float32",
@@ -110,6 +111,10 @@ class ModelArchitecture(BaseModel):
     laurel_rank: int | None = None
     altup_num_inputs: int | None = None
     use_double_wide_mlp: bool | None = None
+    #: RoPE scaling as the checkpoint (or ``model.hf_overrides``) gives it: ``rope_parameters`` (transformers >= 5)
+    #: or ``rope_scaling`` (earlier name); read by :mod:`ascendflow.compiler.checks.model_len` for the maximum length.
+    rope_parameters: dict[str, Any] | None = None
+    rope_scaling: dict[str, Any] | None = None
     #: Raw ``vision_config`` of multimodal checkpoints (Qwen3-VL, Qwen2.5-VL, Gemma-3), kept for weight counting.
     vision_config: dict[str, Any] | None = None
     #: The checkpoint's top-level ``model_type`` when the language model was nested (``qwen3_vl``...), else "".
@@ -122,9 +127,13 @@ class ModelArchitecture(BaseModel):
         Multimodal configs that nest the language model under ``text_config`` (Qwen3-VL, Qwen2.5-VL, Gemma-3) are
         flattened: the text model's fields win, ``architectures`` stays the outer one (what vLLM loads) and
         ``vision_config`` is kept as a raw dict. This is what vLLM's ``ModelConfig.hf_text_config`` reads
-        (``vllm/transformers_utils/config.py`` ``get_hf_text_config``, vLLM 0.32.0).
+        (``vllm/transformers_utils/config.py`` ``get_hf_text_config``, vLLM 0.32.0). A flat multimodal config (the
+        text fields at the top, e.g. Qwen2.5-VL's published ``config.json``) keeps its ``vision_config`` and its
+        ``model_type`` as ``outer_model_type``: the checkpoint is the same model in either layout.
         """
         data = dict(config)
+        if not isinstance(data.get("text_config"), Mapping) and isinstance(data.get("vision_config"), Mapping):
+            data.setdefault("outer_model_type", data.get("model_type", ""))
         text = data.get("text_config")
         if isinstance(text, Mapping):
             outer = {k: v for k, v in data.items() if k not in ("text_config",)}
@@ -137,6 +146,42 @@ class ModelArchitecture(BaseModel):
         dtype = data.get("torch_dtype") or data.get("dtype") or "bfloat16"
         data["torch_dtype"] = _DTYPE_NAMES.get(str(dtype).replace("torch.", ""), str(dtype))
         return cls.model_validate(data)
+
+    def with_hf_overrides(self, overrides: Mapping[str, Any] | None) -> "ModelArchitecture":
+        """The architecture with ``model.hf_overrides`` laid over it as vLLM lays ``--hf-overrides`` over the
+        checkpoint's config (vLLM 0.32.0 ``vllm/config/model.py`` ``ModelConfig.__post_init__``: non-dict values
+        go to ``get_config(hf_overrides_kw=...)``, i.e. ``config.update``; dict values through
+        ``_apply_dict_overrides``: merged into a nested sub-config (``text_config``, ``vision_config``), set as the
+        attribute otherwise, so ``rope_parameters`` / ``rope_scaling`` replace the checkpoint's whole dict).
+
+        A model whose language model is nested (``outer_model_type`` set from a ``text_config``) takes its text
+        values under ``text_config``: a top-level key there lands on the outer config, which the language model
+        does not read (``get_hf_text_config``).
+
+        Raises:
+            ConfigError: a top-level text key on a nested multimodal config, or an override the architecture
+                refuses (``model.hf_overrides.<key>``: the value and the rule).
+        """
+        if not overrides:
+            return self
+        data = self.model_dump()
+        nested = bool(self.outer_model_type) and self.outer_model_type != self.model_type
+        for key, value in overrides.items():
+            if key == "text_config" and isinstance(value, Mapping):
+                data.update(value)
+            elif key == "vision_config" and isinstance(value, Mapping):
+                data["vision_config"] = {**(self.vision_config or {}), **value}
+            elif nested and key in type(self).model_fields:
+                raise ConfigError(f"model.hf_overrides.{key}", value,
+                                  f"lands on the outer {self.outer_model_type} config, which the language model does "
+                                  f"not read (vLLM get_hf_text_config); write it as model.hf_overrides.text_config."
+                                  f"{key}")
+            else:
+                data[key] = value
+        try:
+            return type(self).model_validate(data)
+        except ValidationError as exc:
+            raise format_validation_error(exc, "model.hf_overrides") from None
 
     @property
     def dense_intermediate_size(self) -> int | None:
@@ -168,8 +213,10 @@ class ModelArchitecture(BaseModel):
 
     @property
     def has_qkv_bias(self) -> bool:
-        """Q/K/V projections carry a bias (Qwen2/Qwen2.5: always; others: ``attention_bias``)."""
-        return self.model_type == "qwen2" or self.attention_bias
+        """Q/K/V projections carry a bias (Qwen2/Qwen2.5 and the Qwen2-VL / Qwen2.5-VL language models, which vLLM
+        builds as ``Qwen2Model``: always; others: ``attention_bias``)."""
+        return self.model_type in ("qwen2", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text") \
+            or self.attention_bias
 
     @property
     def has_qk_norm(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from ascendflow.schema.base import Spec
 
@@ -27,6 +27,16 @@ class ModelSpec(Spec):
         architecture: optional inline values of the model's ``config.json`` (used to plan without the weights).
         trust_remote_code: let vLLM run the model repository's own Python code (``--trust-remote-code``); off unless
             the config asks, and the plan warns when it is on.
+        hf_overrides: values laid over the checkpoint's ``config.json`` (``--hf-overrides`` JSON), applied to the
+            architecture the plan reads as vLLM applies them (:meth:`ModelArchitecture.with_hf_overrides`), e.g.
+            ``{rope_parameters: {rope_type: yarn, factor: 4.0, original_max_position_embeddings: 32768}}`` for a
+            longer context; ``None``: no flag.
+        limit_mm_per_prompt: multimodal items per prompt by modality (``--limit-mm-per-prompt`` JSON, vLLM
+            ``MultiModalConfig.limit_per_prompt``), e.g. ``{image: 4, video: 0}``; ``image`` and ``video`` both 0
+            leave the vision tower out of the engine (and of the plan's weights). ``None``: vLLM's default.
+        mm_processor_cache_gb: the multimodal processor cache in GiB (``--mm-processor-cache-gb``, vLLM
+            ``MultiModalConfig.mm_processor_cache_gb``, default 4): host memory in the API-server and engine-core
+            processes, not device memory. ``None``: vLLM's default.
     """
 
     name: str
@@ -35,6 +45,9 @@ class ModelSpec(Spec):
     path: str | None = None
     architecture: dict[str, Any] | None = None
     trust_remote_code: bool = False
+    hf_overrides: dict[str, Any] | None = None
+    limit_mm_per_prompt: dict[str, int | dict[str, int]] | None = None
+    mm_processor_cache_gb: float | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _path_only_where_used(self) -> "ModelSpec":

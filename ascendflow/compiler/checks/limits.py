@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ascendflow.compiler.checks.model_len import check_rope_spelling, derived_max_len
 from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.platforms import platform_for
 from ascendflow.schema.architecture import ModelArchitecture
@@ -55,15 +56,21 @@ def resolve_limits(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, d
     the release replaces).
 
     Raises:
-        ConfigError: a context beyond the model, ``max_num_batched_tokens`` below ``max_num_seqs`` or (chunked prefill
+        ConfigError: a context beyond the model's derived length
+            (:func:`~ascendflow.compiler.checks.model_len.derived_max_len`) or a rope override the release never
+            reads, ``max_num_batched_tokens`` below ``max_num_seqs`` or (chunked prefill
             off, explicit value) below ``max_model_len``, a workload longer than the context, a block size the device
             does not support.
     """
     hw, eng, par = spec.hardware, spec.engine, spec.parallel
-    max_model_len = eng.max_model_len or arch.max_position_embeddings
-    if max_model_len > arch.max_position_embeddings:
+    check_rope_spelling(rules, spec.model.hf_overrides)
+    limit, formula = derived_max_len(arch, rules)
+    max_model_len = eng.max_model_len or limit
+    if max_model_len > limit:
         raise ConfigError("engine.max_model_len", max_model_len,
-                          f"exceeds the model's max_position_embeddings ({arch.max_position_embeddings})")
+                          f"exceeds the model's maximum length {limit} = {formula} (vLLM _get_and_verify_max_len "
+                          f"refuses it at start); lower it, or lengthen the model with model.hf_overrides (rope "
+                          f"scaling, max_position_embeddings), written as --hf-overrides")
     world = par.tensor_parallel_size * par.pipeline_parallel_size  # vLLM: pipeline × tensor, not DP
     default_tokens, default_seqs = server_batch_defaults(rules, device_bytes, world)
     max_num_seqs = eng.max_num_seqs or default_seqs

@@ -46,6 +46,9 @@ def build_engine_args(spec: RunSpec, rules: EngineRules, *, model_path: str, dty
         "seed": eng.seed,
         "enforce_eager": graph.enforce_eager or None,
         "trust_remote_code": spec.model.trust_remote_code or None,  # off unless the config asks (plan warns)
+        "hf_overrides": spec.model.hf_overrides or None,  # laid over config.json (the plan read them the same way)
+        "limit_mm_per_prompt": spec.model.limit_mm_per_prompt,
+        "mm_processor_cache_gb": spec.model.mm_processor_cache_gb,
     }
     if spec.run.profile and platform.profiler_in_scripts and rules.profiler_switch == "profiler_config":
         # vLLM >= 0.13 --profiler-config (vllm-ascend v0.23.0 service_profiling_guide.md); traces are written between

