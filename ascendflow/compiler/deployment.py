@@ -29,6 +29,7 @@ from ascendflow.platforms import HostFacts
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory
+from ascendflow.schema.engine import with_speculative_tokens
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.graph import GraphSpec
 from ascendflow.schema.pd import PDSpec, RoleSpec
@@ -154,8 +155,10 @@ def _role_spec(spec: RunSpec, role: RoleSpec) -> RunSpec:
     """One instance of ``role`` as a co-located spec: the role's layout, engine knobs, graph, additional_config and
     environment over the run's (``None`` inherits)."""
     eng_update = {k: getattr(role, k) for k in ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-                                                 "kv_cache_memory_bytes", "num_speculative_tokens")
+                                                 "kv_cache_memory_bytes")
                   if getattr(role, k) is not None}
+    engine = spec.engine if role.num_speculative_tokens is None else with_speculative_tokens(
+        spec.engine, role.num_speculative_tokens)
     graph = spec.graph
     if role.enforce_eager:
         graph = GraphSpec(name="eager", enforce_eager=True)
@@ -173,7 +176,7 @@ def _role_spec(spec: RunSpec, role: RoleSpec) -> RunSpec:
         "tensor_parallel_size": role.tensor_parallel_size, "pipeline_parallel_size": 1,
         "data_parallel_size": role.data_parallel_size, "enable_expert_parallel": role.enable_expert_parallel,
         "nodes": role.nodes, "node_addresses": ()})
-    return spec.model_copy(update={"engine": spec.engine.model_copy(update=eng_update), "graph": graph,
+    return spec.model_copy(update={"engine": engine.model_copy(update=eng_update), "graph": graph,
                                    "ascend": ascend, "parallel": parallel, "pd": PDSpec()})
 
 
