@@ -40,10 +40,11 @@ KV_ROLE = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 
 def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str, host: HostFacts = HostFacts(),
-                 checkpoint: CheckpointInventory | None = None) -> Plan:
+                 checkpoint: CheckpointInventory | None = None, draft: ModelArchitecture | None = None) -> Plan:
     """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_colocated`) or PD-disaggregated.
 
-    ``host``: the compiling machine's facts (:class:`~ascendflow.platforms.HostFacts`, detected once by
+    ``draft``: the EAGLE draft's architecture (its ``config.json``) with ``engine.speculative_config`` method
+    ``eagle``/``eagle3``; ``host``: the compiling machine's facts (:class:`~ascendflow.platforms.HostFacts`, detected once by
     :func:`ascendflow.runner.detect.host_facts`); the default is a host whose facts are not read.
 
     A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args``/``serve_command`` are the decode role's
@@ -55,12 +56,13 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str, hos
         ConfigError: every refusal of :func:`compile_colocated` per role, and the PD consistency and sizing checks.
     """
     if not spec.pd.enabled:
-        return _colocated(spec, arch, model_path, host, checkpoint, None)
+        return _colocated(spec, arch, model_path, host, checkpoint, None, draft)
     pd, hw = spec.pd, spec.hardware
     specs = {name: _role_spec(spec, getattr(pd, name)) for name in ROLES}
     check_roles(pd, hw.devices_per_node, specs["prefill"].engine.num_speculative_tokens,
                 specs["decode"].engine.num_speculative_tokens, specs["prefill"].ascend.additional_config.as_dict())
-    instances = {name: _compile_role(specs[name], arch, name, model_path, host, checkpoint) for name in ROLES}
+    instances = {name: _compile_role(specs[name], arch, name, model_path, host, checkpoint, draft)
+                 for name in ROLES}
     _check_sizing(spec, pd, instances)
 
     layout = {name: {"dp_size": getattr(pd, name).data_parallel_size, "tp_size": getattr(pd, name).tensor_parallel_size}
@@ -129,13 +131,14 @@ def _listeners(pd: PDSpec, roles: dict[str, RolePlan], node_of: dict[str, int], 
 
 
 def _colocated(spec: RunSpec, arch: ModelArchitecture, model_path: str, host: HostFacts,
-               checkpoint: CheckpointInventory | None, role: str | None) -> Plan:
+               checkpoint: CheckpointInventory | None, role: str | None, draft: ModelArchitecture | None) -> Plan:
     """:func:`compile_colocated` of one co-located instance (``role``: the PD role it is an instance of, or ``None``)."""
-    return compile_colocated(spec, arch, model_path=model_path, host=host, checkpoint=checkpoint, role=role)
+    return compile_colocated(spec, arch, model_path=model_path, host=host, checkpoint=checkpoint, role=role,
+                             draft=draft)
 
 
 def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, model_path: str, host: HostFacts,
-                  checkpoint: CheckpointInventory | None) -> Plan:
+                  checkpoint: CheckpointInventory | None, draft: ModelArchitecture | None) -> Plan:
     """:func:`compile_colocated` of one instance of role ``name``; a refusal of a key the role sets names the role's key
     (``pd.decode.max_num_seqs``, not ``engine.max_num_seqs``).
 
@@ -143,7 +146,7 @@ def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, model_path:
         ConfigError: the instance's refusal, its key mapped to the role's where the role holds it.
     """
     try:
-        return _colocated(spec, arch, model_path, host, checkpoint, name)
+        return _colocated(spec, arch, model_path, host, checkpoint, name, draft)
     except ConfigError as error:
         group, _, field = error.key.partition(".")
         if group in ("engine", "parallel", "graph") and field in RoleSpec.model_fields:

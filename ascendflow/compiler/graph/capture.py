@@ -104,7 +104,7 @@ def stream_budget(ctx: GraphContext) -> int:
     r = a.num_hidden_layers + 1
     if ctx.num_speculative_tokens:
         draft = a.num_hidden_layers if ctx.rules.draft_layers_in_budget == "hf_num_hidden_layers" else (
-            a.num_nextn_predict_layers or 0)
+            a.mtp_layer_count)
         r += draft + 1
     g = int(par.data_parallel_size > 1) + int(par.tensor_parallel_size > 1)
     if not ctx.aiv:
