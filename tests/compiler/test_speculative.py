@@ -1,5 +1,5 @@
-"""Speculative decoding as vLLM has it (``engine.speculative_config``) and async scheduling (``engine.async_scheduling``):
-the serve argv as vLLM's own parser reads it, the draft's weights and KV in the memory plan with exact figures, and
+"""Speculative decoding as vLLM has it (``engine.speculative_config``) and async scheduling
+(``engine.async_scheduling``): the serve argv as vLLM's own parser reads it, the draft's weights and KV in the memory plan with exact figures, and
 the per-release refusals (issue 26 items 2 and 3)."""
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ def test_the_older_keys_are_aliases_of_speculative_config():
     (["hardware.software=vllm-ascend-0.11.0", "engine.speculative_config={method:suffix,num_speculative_tokens:2}"],
      "engine.speculative_config.method='suffix': vllm-ascend-0.11.0 does not run it (vllm_ascend/spec_decode/"
      "__init__.py get_spec_decode_method); methods there: deepseek_mtp, eagle, eagle3, ngram"),
-    (["hardware.software=vllm-ascend-0.13.0", "engine.speculative_config={method:qwen3_5_mtp,num_speculative_tokens:1}"],
+    (["hardware.software=vllm-ascend-0.13.0",
+      "engine.speculative_config={method:qwen3_5_mtp,num_speculative_tokens:1}"],
      "engine.speculative_config.method='qwen3_5_mtp': vllm-ascend-0.13.0 does not run it (vllm_ascend/spec_decode/"
      "__init__.py get_spec_decode_method); methods there: mtp, deepseek_mtp, qwen3_next_mtp, eagle, eagle3, ngram, "
      "suffix"),

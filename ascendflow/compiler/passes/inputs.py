@@ -33,7 +33,8 @@ class EngineInputs:
     extra_config: dict[str, Any]
     #: The EAGLE draft's architecture (its ``config.json``), ``None`` without one.
     draft: ModelArchitecture | None = None
-    #: Whether the engine schedules asynchronously (:func:`~ascendflow.compiler.checks.speculative.async_scheduling_on`).
+    #: Whether the engine schedules asynchronously
+    #: (:func:`~ascendflow.compiler.checks.speculative.async_scheduling_on`).
     async_scheduling: bool = False
 
 
