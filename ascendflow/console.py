@@ -74,6 +74,8 @@ def memory_waterfall(memory: Mapping[str, int], kv_line: str, width: int = 34,
     total = memory["device_total_bytes"]
     used = sum(memory[k] for k in ("weights_bytes", "activation_bytes", "non_torch_bytes", "kv_cache_bytes"))
     rows = [("weights", memory["weights_bytes"], "cyan"),
+            *([("  of which draft model", memory["draft_weights_bytes"], "cyan")]
+              if memory.get("draft_weights_bytes") else []),
             ("activation (peak)", memory["activation_bytes"], "yellow"),
             ("non-torch", memory["non_torch_bytes"], "magenta"),
             ("graph (not reserved)", memory["graph_bytes"], "blue"),
@@ -90,7 +92,7 @@ def memory_waterfall(memory: Mapping[str, int], kv_line: str, width: int = 34,
         start = round(width * offset / total) if total else 0
         bar = " " * start + f"[{colour}]" + "█" * cells + "[/]"
         table.add_row(name, f"{size / gib:8.2f} GiB", bar)
-        if name != "graph (not reserved)":
+        if name not in ("graph (not reserved)", "  of which draft model"):
             offset += size
     console.print(table)
     console.print(kv_line, soft_wrap=True)

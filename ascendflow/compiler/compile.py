@@ -25,7 +25,7 @@ from ascendflow.schema.spec import RunSpec
 
 def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str,
                       host: HostFacts = HostFacts(), checkpoint: CheckpointInventory | None = None,
-                      role: str | None = None) -> Plan:
+                      role: str | None = None, draft: ModelArchitecture | None = None) -> Plan:
     """Compile a validated co-located spec into a plan for the release its software row names.
 
     Args:
@@ -40,6 +40,7 @@ def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str
         checkpoint: the local checkpoint's tensor inventory; weights are then counted from it, not estimated.
         role: ``prefill`` or ``decode`` when compiling one instance of a PD role
             (:mod:`ascendflow.compiler.deployment`): decode-node weight rules apply to ``decode``; ``None``: co-located.
+        draft: the EAGLE draft's architecture (its ``config.json``) when ``engine.speculative_config`` loads one.
 
     Returns:
         The frozen :class:`Plan`; memory and KV figures are those of the bottleneck device (the PP stage with the
@@ -55,7 +56,7 @@ def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str
     rules = engine_rules(row["row"])
     placed, placement_notes = placement_pass(spec, arch, rules, row["row"], role)
     inputs, input_notes = inputs_pass(spec, arch, rules, row, model_path=model_path, checkpoint=checkpoint,
-                                      host_memory_bytes=host.cpu_memory_bytes, host_amx=host.amx)
+                                      host_memory_bytes=host.cpu_memory_bytes, host_amx=host.amx, draft=draft)
     graph, graph_notes = graph_pass(spec, arch, rules, inputs)
     mem, memory_notes = memory_pass(spec, arch, rules, inputs, graph, checkpoint, role)
     kv, kv_notes = kv_pass(spec, arch, rules, inputs, mem, host.avx512_bf16)

@@ -29,6 +29,7 @@ from ascendflow.platforms import HostFacts
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory
+from ascendflow.schema.engine import with_speculative_tokens
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.graph import GraphSpec
 from ascendflow.schema.pd import PDSpec, RoleSpec
@@ -39,10 +40,11 @@ KV_ROLE = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 
 def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str, host: HostFacts = HostFacts(),
-                 checkpoint: CheckpointInventory | None = None) -> Plan:
+                 checkpoint: CheckpointInventory | None = None, draft: ModelArchitecture | None = None) -> Plan:
     """The plan of ``spec``: co-located (``pd=none``, exactly :func:`compile_colocated`) or PD-disaggregated.
 
-    ``host``: the compiling machine's facts (:class:`~ascendflow.platforms.HostFacts`, detected once by
+    ``draft``: the EAGLE draft's architecture (its ``config.json``) with ``engine.speculative_config`` method
+    ``eagle``/``eagle3``; ``host``: the compiling machine's facts (:class:`~ascendflow.platforms.HostFacts`, detected once by
     :func:`ascendflow.runner.detect.host_facts`); the default is a host whose facts are not read.
 
     A PD plan's top-level ``memory``/``kv_cache``/``graph``/``engine_args``/``serve_command`` are the decode role's
@@ -54,12 +56,13 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str, hos
         ConfigError: every refusal of :func:`compile_colocated` per role, and the PD consistency and sizing checks.
     """
     if not spec.pd.enabled:
-        return _colocated(spec, arch, model_path, host, checkpoint, None)
+        return _colocated(spec, arch, model_path, host, checkpoint, None, draft)
     pd, hw = spec.pd, spec.hardware
     specs = {name: _role_spec(spec, getattr(pd, name)) for name in ROLES}
     check_roles(pd, hw.devices_per_node, specs["prefill"].engine.num_speculative_tokens,
                 specs["decode"].engine.num_speculative_tokens, specs["prefill"].ascend.additional_config.as_dict())
-    instances = {name: _compile_role(specs[name], arch, name, model_path, host, checkpoint) for name in ROLES}
+    instances = {name: _compile_role(specs[name], arch, name, model_path, host, checkpoint, draft)
+                 for name in ROLES}
     _check_sizing(spec, pd, instances)
 
     layout = {name: {"dp_size": getattr(pd, name).data_parallel_size, "tp_size": getattr(pd, name).tensor_parallel_size}
@@ -128,13 +131,14 @@ def _listeners(pd: PDSpec, roles: dict[str, RolePlan], node_of: dict[str, int], 
 
 
 def _colocated(spec: RunSpec, arch: ModelArchitecture, model_path: str, host: HostFacts,
-               checkpoint: CheckpointInventory | None, role: str | None) -> Plan:
+               checkpoint: CheckpointInventory | None, role: str | None, draft: ModelArchitecture | None) -> Plan:
     """:func:`compile_colocated` of one co-located instance (``role``: the PD role it is an instance of, or ``None``)."""
-    return compile_colocated(spec, arch, model_path=model_path, host=host, checkpoint=checkpoint, role=role)
+    return compile_colocated(spec, arch, model_path=model_path, host=host, checkpoint=checkpoint, role=role,
+                             draft=draft)
 
 
 def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, model_path: str, host: HostFacts,
-                  checkpoint: CheckpointInventory | None) -> Plan:
+                  checkpoint: CheckpointInventory | None, draft: ModelArchitecture | None) -> Plan:
     """:func:`compile_colocated` of one instance of role ``name``; a refusal of a key the role sets names the role's key
     (``pd.decode.max_num_seqs``, not ``engine.max_num_seqs``).
 
@@ -142,7 +146,7 @@ def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, model_path:
         ConfigError: the instance's refusal, its key mapped to the role's where the role holds it.
     """
     try:
-        return _colocated(spec, arch, model_path, host, checkpoint, name)
+        return _colocated(spec, arch, model_path, host, checkpoint, name, draft)
     except ConfigError as error:
         group, _, field = error.key.partition(".")
         if group in ("engine", "parallel", "graph") and field in RoleSpec.model_fields:
@@ -154,8 +158,10 @@ def _role_spec(spec: RunSpec, role: RoleSpec) -> RunSpec:
     """One instance of ``role`` as a co-located spec: the role's layout, engine knobs, graph, additional_config and
     environment over the run's (``None`` inherits)."""
     eng_update = {k: getattr(role, k) for k in ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-                                                 "kv_cache_memory_bytes", "num_speculative_tokens")
+                                                 "kv_cache_memory_bytes")
                   if getattr(role, k) is not None}
+    engine = spec.engine if role.num_speculative_tokens is None else with_speculative_tokens(
+        spec.engine, role.num_speculative_tokens)
     graph = spec.graph
     if role.enforce_eager:
         graph = GraphSpec(name="eager", enforce_eager=True)
@@ -173,7 +179,7 @@ def _role_spec(spec: RunSpec, role: RoleSpec) -> RunSpec:
         "tensor_parallel_size": role.tensor_parallel_size, "pipeline_parallel_size": 1,
         "data_parallel_size": role.data_parallel_size, "enable_expert_parallel": role.enable_expert_parallel,
         "nodes": role.nodes, "node_addresses": ()})
-    return spec.model_copy(update={"engine": spec.engine.model_copy(update=eng_update), "graph": graph,
+    return spec.model_copy(update={"engine": engine.model_copy(update=eng_update), "graph": graph,
                                    "ascend": ascend, "parallel": parallel, "pd": PDSpec()})
 
 

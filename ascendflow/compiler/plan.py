@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 
 #: Launcher names, as ``Plan.launcher`` holds them (plan.json keeps the string). The classes behind them, and the only
@@ -79,6 +79,17 @@ class MemoryPlan(_Frozen):
     non_torch_bytes: int
     graph_bytes: int
     kv_cache_bytes: int
+    #: Of ``weights_bytes``: a separate speculative draft model's weights (EAGLE / EAGLE-3), ``None`` (left out of
+    #: the JSON) without one.
+    draft_weights_bytes: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_draft(self, handler: Any) -> dict[str, Any]:
+        """Dump without ``draft_weights_bytes`` when there is no draft model (plans without one are unchanged)."""
+        data = handler(self)
+        if data.get("draft_weights_bytes") is None:
+            data.pop("draft_weights_bytes", None)
+        return data
 
 
 class StagePlan(_Frozen):

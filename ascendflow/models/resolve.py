@@ -15,6 +15,8 @@ from pydantic import ValidationError
 
 from ascendflow.models.checkpoint import read_inventory
 from ascendflow.schema.architecture import ModelArchitecture
+from ascendflow.schema.engine import EngineSpec
+from ascendflow.schema.speculative import DRAFT_MODEL_METHODS
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.errors import ConfigError, format_validation_error
 from ascendflow.schema.model import ModelSpec
@@ -157,3 +159,21 @@ def _resolve(model: ModelSpec, need_weights: bool, progress: Callable[[str], Non
     raise ConfigError("model.id", model.id,
                       f"weights not available locally (looked in {looked}); there is no hub access here: copy the "
                       f"model directory to this machine and set model.path=<dir>, or use run.mode=plan")
+
+
+def resolve_draft(engine: EngineSpec) -> ModelArchitecture | None:
+    """The separate draft model's architecture (``engine.speculative_config.model`` of an ``eagle`` / ``eagle3``
+    method): its ``config.json`` in that directory, or in the local hub cache for a hub id (nothing is downloaded);
+    ``None`` without such a draft or when the file is not on this machine (the compiler then refuses in one line).
+
+    Raises:
+        ConfigError: a ``config.json`` that is not valid JSON or lacks a field the planner needs.
+    """
+    sc = engine.speculative_config
+    if sc is None or sc.method not in DRAFT_MODEL_METHODS or sc.model is None:
+        return None
+    path = Path(sc.model).expanduser()
+    folder = path if (path / "config.json").is_file() else _find_in_hub_cache(sc.model)
+    if folder is None:
+        return None
+    return _read_architecture(folder, "engine.speculative_config.model")

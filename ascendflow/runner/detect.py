@@ -68,7 +68,8 @@ def host_facts(hardware: HardwareSpec) -> HostFacts:
 
 def compile_for_this_host(spec: RunSpec, model: ResolvedModel) -> Plan:
     """The plan of ``spec`` for ``model`` (what :func:`ascendflow.models.resolve.resolve_model` returns) with this
-    machine's facts (:func:`host_facts`). The one call a job (``ascendflow/app.py``), a capacity sweep's predictions
+    machine's facts (:func:`host_facts`) and the EAGLE draft's ``config.json`` where one is named
+    (:func:`ascendflow.models.resolve.resolve_draft`). The one call a job (``ascendflow/app.py``), a capacity sweep's predictions
     (:mod:`ascendflow.tracking.sweep_predictions`), a rehearsal (:mod:`ascendflow.rehearsal.job`) and the precision
     report (:mod:`ascendflow.precision.app`) make, so they price and run the same plan.
 
@@ -76,6 +77,8 @@ def compile_for_this_host(spec: RunSpec, model: ResolvedModel) -> Plan:
         ConfigError: as :func:`ascendflow.compiler.compile_plan`.
     """
     from ascendflow.compiler import compile_plan
+    from ascendflow.models.resolve import resolve_draft
 
     return compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
-                        host=host_facts(spec.hardware), checkpoint=model.checkpoint)
+                        host=host_facts(spec.hardware), checkpoint=model.checkpoint,
+                        draft=resolve_draft(spec.engine))

@@ -49,6 +49,15 @@ class ModelArchitecture(BaseModel):
     n_shared_experts: int | None = None
     first_k_dense_replace: int | None = None
     num_nextn_predict_layers: int | None = None
+    #: MTP layers under the other names vLLM reads (``SpeculativeConfig.hf_config_override``, vLLM 0.32.0): Qwen3.5 /
+    #: Qwen4-exp ``mtp_num_hidden_layers``, MiniMax-M3 ``num_mtp_modules``; :attr:`mtp_layer_count` takes the first set.
+    mtp_num_hidden_layers: int | None = Field(default=None, ge=0, le=MAX_LAYERS)
+    num_mtp_modules: int | None = Field(default=None, ge=0, le=MAX_LAYERS)
+    #: EAGLE-3 drafts: the draft's own LM-head vocabulary and the target width its ``fc`` reads
+    #: (vLLM ``llama_eagle3.py``: ``draft_vocab_size`` defaults to ``vocab_size``, ``target_hidden_size`` to
+    #: ``hidden_size``).
+    draft_vocab_size: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    target_hidden_size: int | None = Field(default=None, ge=1, le=MAX_WIDTH)
     topk_method: str | None = None
     attention_bias: bool = False
     # Per-layer KV layout (ascendflow/compiler/memory/kv_specs.py reads these; names as in the HF configs)
@@ -182,6 +191,16 @@ class ModelArchitecture(BaseModel):
             return type(self).model_validate(data)
         except ValidationError as exc:
             raise format_validation_error(exc, "model.hf_overrides") from None
+
+    @property
+    def mtp_layer_count(self) -> int:
+        """The checkpoint's MTP draft layers: ``num_nextn_predict_layers`` (DeepSeek, GLM-4-MoE, Qwen3-Next...), else
+        ``mtp_num_hidden_layers`` (Qwen3.5), else ``num_mtp_modules`` (MiniMax-M3), else 0 — the keys vLLM 0.32.0
+        ``SpeculativeConfig.hf_config_override`` reads as ``n_predict``."""
+        for n in (self.num_nextn_predict_layers, self.mtp_num_hidden_layers, self.num_mtp_modules):
+            if n:
+                return n
+        return 0
 
     @property
     def dense_intermediate_size(self) -> int | None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ascendflow.schema.base import Spec
 from ascendflow.schema.bounds import MAX_BLOCK_SIZE, MAX_BYTES, MAX_NUM_SEQS, MAX_SEED, MAX_SPECULATIVE_TOKENS, MAX_TOKENS
+from ascendflow.schema.speculative import SpeculativeConfigSpec, SpeculativeMethod
 
 
 class EngineSpec(Spec):
@@ -25,8 +26,14 @@ class EngineSpec(Spec):
         dtype: model dtype; ``auto`` takes the checkpoint's ``torch_dtype``.
         seed: engine random seed.
         enforce_eager: run without graph capture or ``torch.compile`` (same effect as ``graph=eager``).
-        num_speculative_tokens: draft tokens per step with multi-token prediction (``speculative_config``); 0: off.
-        speculative_method: vLLM speculative method for MTP (``deepseek_mtp`` for DeepSeek-V3/R1).
+        speculative_config: speculative decoding (:class:`~ascendflow.schema.speculative.SpeculativeConfigSpec`,
+            ``--speculative-config``); ``None``: off.
+        num_speculative_tokens: older key, kept as an alias: ``k > 0`` means ``speculative_config`` with
+            ``method=speculative_method or deepseek_mtp`` and ``k`` tokens; always equal to
+            ``speculative_config.num_speculative_tokens`` (0 without it).
+        speculative_method: older key, kept as an alias of ``speculative_config.method``.
+        async_scheduling: ``--async-scheduling`` / ``--no-async-scheduling``; ``None``: the release's default
+            (per-release rules: ``EngineRules.async_scheduling``).
         pin_kv_cache_memory: emit ``kv_cache_memory_bytes`` = requested − weights − activation − non-torch − graph
             − 150 MiB margin, so graph memory is reserved explicitly (vllm-ascend PR #8289's suggested value).
     """
@@ -43,5 +50,55 @@ class EngineSpec(Spec):
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     enforce_eager: bool = False
     num_speculative_tokens: int = Field(default=0, ge=0, le=MAX_SPECULATIVE_TOKENS)
-    speculative_method: Literal["deepseek_mtp", "mtp"] | None = None
+    speculative_method: SpeculativeMethod | None = None
+    speculative_config: SpeculativeConfigSpec | None = None
+    async_scheduling: bool | None = None
     pin_kv_cache_memory: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _speculative_aliases(cls, data: Any) -> Any:
+        """Map the older ``num_speculative_tokens`` / ``speculative_method`` keys into ``speculative_config`` (and
+        back), so both spellings describe one setting; refuse the two when they disagree."""
+        if not isinstance(data, dict):
+            return data
+        return speculative_aliases(data)
+
+
+def speculative_aliases(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (engine keys) with ``speculative_config``, ``num_speculative_tokens`` and ``speculative_method``
+    made consistent.
+
+    Raises:
+        ValueError: ``num_speculative_tokens`` or ``speculative_method`` disagreeing with ``speculative_config``.
+    """
+    data = dict(data)
+    k, method, config = data.get("num_speculative_tokens") or 0, data.get("speculative_method"), data.get(
+        "speculative_config")
+    if config is None:
+        if k:
+            data["speculative_config"] = {"method": method or "deepseek_mtp", "num_speculative_tokens": k}
+        return data
+    config = config.model_dump(exclude_none=True) if isinstance(config, SpeculativeConfigSpec) else dict(config)
+    if k and k != config.get("num_speculative_tokens"):
+        raise ValueError(f"num_speculative_tokens={k} disagrees with speculative_config.num_speculative_tokens="
+                         f"{config.get('num_speculative_tokens')}: set speculative_config only")
+    if method and method != config.get("method"):
+        raise ValueError(f"speculative_method={method} disagrees with speculative_config.method="
+                         f"{config.get('method')}: set speculative_config only")
+    data["num_speculative_tokens"] = config.get("num_speculative_tokens") or 0
+    data["speculative_method"] = config.get("method")
+    return data
+
+
+def with_speculative_tokens(engine: EngineSpec, k: int) -> EngineSpec:
+    """``engine`` with ``k`` draft tokens (a PD role's override): the same method and draft, ``k == 0`` off."""
+    data = engine.model_dump(exclude={"speculative_config", "num_speculative_tokens"})
+    if k and engine.speculative_config is not None:
+        data["speculative_config"] = {**engine.speculative_config.model_dump(exclude_none=True),
+                                      "num_speculative_tokens": k}
+    elif k:
+        data["num_speculative_tokens"] = k
+    else:
+        data["speculative_method"] = None
+    return EngineSpec.model_validate(data)

@@ -1,4 +1,4 @@
-"""Refusals of the engine's inputs before any memory is planned (pure): speculative decoding without MTP layers, a
+"""Refusals of the engine's inputs before any memory is planned (pure): a
 model dtype the device does not compute in, an ``--kv-cache-dtype`` vllm-ascend ignores, unknown device memory."""
 
 from __future__ import annotations
@@ -7,14 +7,6 @@ from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
 from ascendflow.platforms import platform_for
-
-
-def check_speculative(spec: RunSpec, arch: ModelArchitecture) -> None:
-    """Raises ConfigError: ``engine.num_speculative_tokens`` on a model without MTP layers."""
-    eng = spec.engine
-    if eng.num_speculative_tokens and not arch.num_nextn_predict_layers:
-        raise ConfigError("engine.num_speculative_tokens", eng.num_speculative_tokens,
-                          "the model has no MTP layers (num_nextn_predict_layers = 0)")
 
 
 def check_dtype(spec: RunSpec, dtype: str) -> None:

@@ -46,6 +46,8 @@ class GraphContext:
     multistream_overlap_shared_expert: bool
     torchair: bool = False  # v0.11.0 torchair_graph_config.enabled: no ACL graphs
     ascend_sp: bool = False  # vllm-ascend enable_sp(): spec-decode sizes rounded to multiples of max(1 + k, TP)
+    #: A separate EAGLE draft's decoder layers (its own ``hf_config.num_hidden_layers``); ``None``: MTP or none.
+    draft_layers: int | None = None
 
 
 def default_capture_sizes(max_size: int, ladder: str = "step8_16") -> list[int]:
@@ -96,15 +98,18 @@ def stream_budget(ctx: GraphContext) -> int:
 
     ``R = layers + 1``, plus the draft's layers + 1 with speculative decoding (``draft_layers_in_budget``: the
     draft's ``hf_config.num_hidden_layers`` — the target's count for DeepSeek MTP — at v0.11/v0.13, its MTP layers
-    from v0.18); ``G = [DP > 1] + [TP > 1]``; non-AIV ``N = floor((1800 − 40·G) / R / (1 + 2·G))``; AIV
+    from v0.18; an EAGLE draft's own layer count at every release, ``draft_layers``); ``G = [DP > 1] + [TP > 1]``;
+    non-AIV ``N = floor((1800 − 40·G) / R / (1 + 2·G))``; AIV
     ``P = 1 + G + [EP] + [multistream_overlap_shared_expert]`` (+ ``[DP > 1]`` for MoE),
     ``N = floor(MAX' / R / P)`` with ``MAX' = 1800`` (MoE) or ``1800 − P·R`` (dense).
     """
     a, par = ctx.arch, ctx.parallel
     r = a.num_hidden_layers + 1
-    if ctx.num_speculative_tokens:
+    if ctx.num_speculative_tokens and ctx.draft_layers is not None:  # an EAGLE draft: its own config's layers
+        r += ctx.draft_layers + 1
+    elif ctx.num_speculative_tokens:
         draft = a.num_hidden_layers if ctx.rules.draft_layers_in_budget == "hf_num_hidden_layers" else (
-            a.num_nextn_predict_layers or 0)
+            a.mtp_layer_count)
         r += draft + 1
     g = int(par.data_parallel_size > 1) + int(par.tensor_parallel_size > 1)
     if not ctx.aiv:

@@ -54,9 +54,10 @@ def build_engine_args(spec: RunSpec, rules: EngineRules, *, model_path: str, dty
         # vLLM >= 0.13 --profiler-config (vllm-ascend v0.23.0 service_profiling_guide.md); traces are written between
         # /start_profile and /stop_profile (vllm bench serve --profile). The CPU runner adds its own, per run dir.
         args["profiler_config"] = {"profiler": "torch", "torch_profiler_dir": PROFILE_DIR}
-    if eng.num_speculative_tokens:
-        args["speculative_config"] = {"method": eng.speculative_method or "deepseek_mtp",
-                                      "num_speculative_tokens": eng.num_speculative_tokens}
+    if eng.speculative_config is not None:  # --speculative-config (older keys arrive here as aliases)
+        args["speculative_config"] = eng.speculative_config.as_engine_arg()
+    if eng.async_scheduling is not None:  # --async-scheduling / --no-async-scheduling (checks/speculative.py)
+        args["async_scheduling"] = eng.async_scheduling
     if not graph.enforce_eager and platform.captures_graphs:
         compilation: dict[str, Any] = {"cudagraph_mode": graph.cudagraph_mode}
         if graph.capture_sizes:

@@ -20,7 +20,7 @@ from typing import Literal
 
 from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.kv_layout import KVManagerRules, plan_kv_layout
-from ascendflow.compiler.memory.kv_specs import layer_kv_specs
+from ascendflow.compiler.memory.kv_specs import LayerKV, layer_kv_specs
 from ascendflow.compiler.plan import KVCachePlan
 from ascendflow.schema.architecture import ModelArchitecture
 
@@ -61,6 +61,8 @@ def kv_cache_plan(
     logged_tokens: Literal["concurrency_x_len", "blocks_per_group"] = "concurrency_x_len",
     disable_hybrid_kv_cache_manager: bool = False,
     stage_layers: Sequence[int] | None = None,
+    extra_specs: Sequence[LayerKV] = (),
+    num_speculative_tokens: int = 0,
 ) -> KVCachePlan:
     """Blocks, tokens, max concurrency and vLLM's start-up check for a KV budget on one device.
 
@@ -83,6 +85,10 @@ def kv_cache_plan(
         logged_tokens: ``concurrency_x_len`` (vLLM >= 0.20) or ``blocks_per_group`` (earlier releases).
         disable_hybrid_kv_cache_manager: ``--disable-hybrid-kv-cache-manager``.
         stage_layers: the device's layers (0-based) when not the first ``layers_on_device``.
+        extra_specs: KV specs of speculative draft layers after the target's (indices ``num_hidden_layers + i``):
+            they join the KV cache groups like the target's layers (vLLM ``llm_base_proposer.py`` ``load_model``
+            registers the draft's attention layers; ``get_kv_cache_spec`` collects them with the target's).
+        num_speculative_tokens: draft tokens per step (extra Mamba / Gated-DeltaNet conv-state rows).
 
     Returns:
         The :class:`KVCachePlan`; ``tokens`` / ``max_concurrency`` are what vLLM logs as ``KV cache size: N tokens,
@@ -95,8 +101,9 @@ def kv_cache_plan(
                            max_concurrent_batches=max_concurrent_batches, mamba_cache_mode=mamba_cache_mode,
                            kernel_block_alignment=kernel_block_alignment, hybrid_block_rule=hybrid_block_rule,
                            logged_tokens=logged_tokens, disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager)
-    specs = layer_kv_specs(arch, tensor_parallel_size=tensor_parallel_size, kv_dtype=kv_dtype,
-                           mamba_ssm_cache_dtype=mamba_ssm_cache_dtype)
+    specs = [*layer_kv_specs(arch, tensor_parallel_size=tensor_parallel_size, kv_dtype=kv_dtype,
+                             mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
+                             num_speculative_tokens=num_speculative_tokens), *extra_specs]
     stage = list(stage_layers) if stage_layers is not None else list(range(layers_on_device))
     layout = plan_kv_layout(specs, kv_cache_bytes=kv_cache_bytes, max_model_len=max_model_len, rules=rules,
                             stage_layers=stage)

@@ -24,8 +24,9 @@ Each tensor vLLM allocates on a rank is enumerated with its sharded shape (vLLM'
 * Decoder layers that are not attention + MLP (Qwen3-Next Gated-DeltaNet, Granite-4.0-H Mamba2, gpt-oss, Llama-4,
   Gemma-3n/4) take their tensor lists from :mod:`ascendflow.compiler.memory.weights_hybrid` (``FAMILIES``, by
   ``model_type``), Gemma-3n/4 per-layer embeddings from its ``first_stage_extras``.
-* MTP draft layers (DeepSeek ``num_nextn_predict_layers``) are loaded only with speculative decoding:
-  :class:`EngineWeightRules` ``mtp_layers``.
+* MTP draft layers (DeepSeek ``num_nextn_predict_layers``, Qwen3.5 ``mtp_num_hidden_layers``:
+  ``ModelArchitecture.mtp_layer_count``) are loaded only with MTP speculative decoding: :class:`EngineWeightRules`
+  ``mtp_layers``; Qwen3-Next / Qwen3.5 use their own predictor (:func:`_qwen_mtp_tensors`).
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ class EngineWeightRules:
         mlapo: MLAPO builds its fused int8 copies in W8A8-static MLA layers (A2/A3 kernel path).
         mlapo_frees_originals: MLAPO then drops the originals (v0.13.0+ on a KV consumer with
             ``max_num_batched_tokens <= 1024``: :func:`ascendflow.compiler.memory.mla_weights.mlapo_frees_originals`).
-        mtp_layers: MTP draft layers loaded on the last PP stage (``num_nextn_predict_layers`` when speculative
-            decoding with ``deepseek_mtp`` is on, else 0). They stay in the model dtype: vllm-ascend's
+        mtp_layers: MTP draft layers loaded on the last PP stage (``ModelArchitecture.mtp_layer_count`` when
+            speculative decoding with an MTP method is on, else 0). They stay in the model dtype: vllm-ascend's
             ``quant_config.py``/``modelslim_config.py`` note "The quantized MTP layer of deepseek on the NPU is not
             quantized" and asks for the layer to be described ``FLOAT`` (every tag).
         mtp_shares_vocab: the drafter drops its own embedding (PP = 1 only) and ``shared_head.head`` for the
@@ -146,6 +147,25 @@ def _decoder_layer(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator
     yield from _mlp(a, layer, layout)
 
 
+#: Model types whose MTP predictor is Qwen's (vLLM ``qwen3_next_mtp.py`` / ``qwen3_5_mtp.py``).
+QWEN_MTP_MODELS = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
+
+
+def _qwen_mtp_tensors(a: ModelArchitecture, layout: Layout, rules: EngineWeightRules) -> Iterator[Tensor]:
+    """Qwen3-Next / Qwen3.5 MTP (vLLM 0.32.0 ``qwen3_5_mtp.py`` ``Qwen3_5MultiTokenPredictor``): ``fc``
+    (``ColumnParallelLinear(2h, h)``, rows split by TP), ``norm``, ``pre_fc_norm_hidden``,
+    ``pre_fc_norm_embedding`` and ``mtp_num_hidden_layers`` full-attention decoder layers; the embedding is the
+    target's at PP = 1 and the LM head always (``_maybe_share_embeddings`` / ``_maybe_share_lm_head``: MTP model).
+    In the model dtype, like the DeepSeek predictor (ESTIMATE for quantized checkpoints)."""
+    if layout.pp > 1:
+        yield Tensor("mtp.embed_tokens", padded_vocab(a.vocab_size) // layout.tp, a.hidden_size, "float")
+    yield Tensor("mtp.fc", a.hidden_size // layout.tp, 2 * a.hidden_size, "float")
+    yield Tensor("mtp.norm+pre_fc_norm_hidden+pre_fc_norm_embedding", 3, a.hidden_size, "float")
+    for i in range(rules.mtp_layers):
+        for t in _decoder_layer(a, a.num_hidden_layers + i, layout):
+            yield Tensor("mtp." + t.name, t.rows, t.cols, "fp32" if t.kind == "fp32" else "float")
+
+
 def _mtp_tensors(a: ModelArchitecture, layout: Layout, rules: EngineWeightRules) -> Iterator[Tensor]:
     """The DeepSeek MTP draft (vLLM ``deepseek_mtp.py`` ``DeepSeekMultiTokenPredictorLayer``): per layer ``enorm``,
     ``hnorm``, ``eh_proj`` (plain ``nn.Linear(2h, h)``, never quantized), ``shared_head.norm``, ``shared_head.head``
@@ -177,7 +197,7 @@ def rank_tensors(a: ModelArchitecture, layout: Layout,
     for layer in layout.layers:
         yield from _decoder_layer(a, layer, layout)
     if layout.last_stage and rules.mtp_layers:
-        yield from _mtp_tensors(a, layout, rules)
+        yield from (_qwen_mtp_tensors if a.model_type in QWEN_MTP_MODELS else _mtp_tensors)(a, layout, rules)
 
 
 def tensor_bytes(t: Tensor, dtype: str, linear_scheme: str | None, expert_scheme: str | None,

@@ -275,6 +275,10 @@ def first_stage_extras(a: ModelArchitecture, layout: Layout) -> Iterator[Tensor]
 #: model_type -> decoder-layer tensor list for the families above.
 FAMILIES: dict[str, Callable[[ModelArchitecture, int, Layout], Iterator[Tensor]]] = {
     "qwen3_next": qwen3_next_layer,
+    # Qwen3.5 (vLLM qwen3_5.py Qwen3_5DecoderLayer subclasses Qwen3NextDecoderLayer; the checkpoint's split
+    # in_proj_qkv / in_proj_z / in_proj_b / in_proj_a load into the same merged in_proj_qkvz / in_proj_ba)
+    "qwen3_5_text": qwen3_next_layer,
+    "qwen3_5_moe_text": qwen3_next_layer,
     "granitemoehybrid": granite_hybrid_layer,
     "gpt_oss": gpt_oss_layer,
     "llama4_text": llama4_layer,

@@ -46,7 +46,8 @@ def graph_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules,
         sequence_parallel=explicit_sp or ascend_sp, ascend_sp=ascend_sp,
         aiv=platform_for(hw.kind).hccl_env and spec.ascend.hccl_op_expansion_mode_aiv,
         multistream_overlap_shared_expert=bool(asc.multistream_overlap_shared_expert),
-        torchair=torchair_enabled(spec)))
+        torchair=torchair_enabled(spec),
+        draft_layers=inputs.draft.num_hidden_layers if inputs.draft is not None else None))
     if eng.enforce_eager and not spec.graph.enforce_eager:
         warnings = [*warnings, f"engine.enforce_eager=true overrides graph={spec.graph.name}: no graph capture, "
                                f"no compile"]

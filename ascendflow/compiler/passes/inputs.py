@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ascendflow.compiler.checks.inputs import check_dtype, check_kv_cache_dtype, check_speculative, device_memory
+from ascendflow.compiler.checks.inputs import check_dtype, check_kv_cache_dtype, device_memory
+from ascendflow.compiler.checks.speculative import async_scheduling_on, check_async_scheduling, check_speculative
 from ascendflow.compiler.checks.limits import Limits, resolve_limits
 from ascendflow.compiler.checks.startup import check_cpu_pipeline_eager, check_quantization, check_w8a8_dtype
 from ascendflow.compiler.rules.additional_config import additional_config
@@ -30,11 +31,16 @@ class EngineInputs:
     device_total: int
     limits: Limits
     extra_config: dict[str, Any]
+    #: The EAGLE draft's architecture (its ``config.json``), ``None`` without one.
+    draft: ModelArchitecture | None = None
+    #: Whether the engine schedules asynchronously
+    #: (:func:`~ascendflow.compiler.checks.speculative.async_scheduling_on`).
+    async_scheduling: bool = False
 
 
 def inputs_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, row: dict[str, Any], *, model_path: str,
                 checkpoint: CheckpointInventory | None, host_memory_bytes: int | None,
-                host_amx: bool) -> tuple[EngineInputs, list[str]]:
+                host_amx: bool, draft: ModelArchitecture | None = None) -> tuple[EngineInputs, list[str]]:
     """Resolve the engine's inputs for the row ``row``.
 
     Returns:
@@ -42,13 +48,15 @@ def inputs_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, row:
         block sizes the release replaces.
 
     Raises:
-        ConfigError: speculative decoding without MTP layers, the quantization and start-up checks
+        ConfigError: speculative decoding or async scheduling the release or model cannot run
+            (:mod:`~ascendflow.compiler.checks.speculative`), the quantization and start-up checks
             (:mod:`~ascendflow.compiler.checks.startup`), an unsupported dtype or KV dtype, unknown device memory,
             the limits' refusals (:func:`~ascendflow.compiler.checks.limits.resolve_limits`), unknown
             ``additional_config`` keys.
     """
     hw, quant = spec.hardware, spec.quantization
-    check_speculative(spec, arch)
+    check_speculative(spec, arch, rules, row["row"], draft)
+    check_async_scheduling(spec, rules, row["row"])
     check_quantization(spec, checkpoint)
     check_cpu_pipeline_eager(spec)
     warnings = []
@@ -66,4 +74,5 @@ def inputs_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, row:
     extra_config = additional_config(spec, row["vllm_ascend"]) if platform_for(hw.kind).ascend_config else {}
     return EngineInputs(model_path=model_path, dtype=dtype,
                         kv_dtype=dtype if quant.kv_cache_dtype == "auto" else quant.kv_cache_dtype,
-                        device_total=device_total, limits=limits, extra_config=extra_config), warnings + limit_warnings
+                        device_total=device_total, limits=limits, extra_config=extra_config, draft=draft,
+                        async_scheduling=async_scheduling_on(spec, rules)), warnings + limit_warnings

