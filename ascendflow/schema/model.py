@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.bounds import MAX_BYTES
 
 
 class ModelSpec(Spec):
@@ -47,7 +48,7 @@ class ModelSpec(Spec):
     trust_remote_code: bool = False
     hf_overrides: dict[str, Any] | None = None
     limit_mm_per_prompt: dict[str, int | dict[str, int]] | None = None
-    mm_processor_cache_gb: float | None = Field(default=None, ge=0)
+    mm_processor_cache_gb: float | None = Field(default=None, ge=0, le=MAX_BYTES / 2**30)  # ≤ 1 PiB, as bytes
 
     @model_validator(mode="after")
     def _path_only_where_used(self) -> "ModelSpec":
