@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -29,6 +29,11 @@ class EngineSpec(Spec):
         speculative_method: vLLM speculative method for MTP (``deepseek_mtp`` for DeepSeek-V3/R1).
         pin_kv_cache_memory: emit ``kv_cache_memory_bytes`` = requested − weights − activation − non-torch − graph
             − 150 MiB margin, so graph memory is reserved explicitly (vllm-ascend PR #8289's suggested value).
+        extra_args: further ``vllm serve`` flags ascendflow does not model, appended to every node's engine argv:
+            argv tokens (``["--enable-log-requests", "--max-logprobs", "5"]``) or ``{flag: value}`` (``true``:
+            the flag alone, ``false``: ``--no-<flag>``, a list or dict: JSON). Checked by
+            :mod:`ascendflow.compiler.checks.extra_args` (a flag the plan sets is refused with its key) and against
+            the pinned vLLM's own parser (:mod:`ascendflow.runner.serve_flags`: an unknown flag is refused).
     """
 
     max_model_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
@@ -45,3 +50,4 @@ class EngineSpec(Spec):
     num_speculative_tokens: int = Field(default=0, ge=0, le=MAX_SPECULATIVE_TOKENS)
     speculative_method: Literal["deepseek_mtp", "mtp"] | None = None
     pin_kv_cache_memory: bool = False
+    extra_args: list[str] | dict[str, Any] = Field(default_factory=list, max_length=256)

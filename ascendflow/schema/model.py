@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from ascendflow.schema.base import Spec
 
@@ -27,6 +27,8 @@ class ModelSpec(Spec):
         architecture: optional inline values of the model's ``config.json`` (used to plan without the weights).
         trust_remote_code: let vLLM run the model repository's own Python code (``--trust-remote-code``); off unless
             the config asks, and the plan warns when it is on.
+        served_model_name: the name the server answers to (``--served-model-name``) and the benchmark client asks
+            for; ``None``: ``id``.
     """
 
     name: str
@@ -35,6 +37,12 @@ class ModelSpec(Spec):
     path: str | None = None
     architecture: dict[str, Any] | None = None
     trust_remote_code: bool = False
+    served_model_name: str | None = Field(default=None, min_length=1, max_length=256)
+
+    @property
+    def served_name(self) -> str:
+        """``--served-model-name``: :attr:`served_model_name`, else :attr:`id`."""
+        return self.served_model_name or self.id
 
     @model_validator(mode="after")
     def _path_only_where_used(self) -> "ModelSpec":
