@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
+from typing_extensions import Annotated
 
 from ascendflow.schema.base import Spec
 from ascendflow.schema.bounds import MAX_BLOCK_SIZE, MAX_BYTES, MAX_NUM_SEQS, MAX_SEED, MAX_SPECULATIVE_TOKENS, MAX_TOKENS
+
+
+def _token(value: object) -> str:
+    """One argv token: numbers (Hydra reads ``5`` as an int) as text; lists and dicts refused."""
+    if isinstance(value, (list, tuple, dict)):
+        raise ValueError("must be one argv token (a string or number); give a JSON value as one quoted string")
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+#: One ``engine.extra_args`` token.
+Token = Annotated[str, BeforeValidator(_token)]
 
 
 class EngineSpec(Spec):
@@ -34,6 +46,8 @@ class EngineSpec(Spec):
             the flag alone, ``false``: ``--no-<flag>``, a list or dict: JSON). Checked by
             :mod:`ascendflow.compiler.checks.extra_args` (a flag the plan sets is refused with its key) and against
             the pinned vLLM's own parser (:mod:`ascendflow.runner.serve_flags`: an unknown flag is refused).
+            ``None``: none (the default is ``null`` so that either form can be given, Hydra merging no dict into a
+            list).
     """
 
     max_model_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
@@ -50,4 +64,4 @@ class EngineSpec(Spec):
     num_speculative_tokens: int = Field(default=0, ge=0, le=MAX_SPECULATIVE_TOKENS)
     speculative_method: Literal["deepseek_mtp", "mtp"] | None = None
     pin_kv_cache_memory: bool = False
-    extra_args: list[str] | dict[str, Any] = Field(default_factory=list, max_length=256)
+    extra_args: list[Token] | dict[str, Any] | None = Field(default=None, max_length=256)

@@ -40,10 +40,12 @@ PLANNED: dict[str, str] = {
 }
 
 
-def extra_argv(extra: list[str] | dict[str, Any]) -> list[str]:
-    """``engine.extra_args`` as argv tokens: a list as given; a dict ``{flag: value}`` flag by flag (``flag`` with or
+def extra_argv(extra: list[str] | dict[str, Any] | None) -> list[str]:
+    """``engine.extra_args`` as argv tokens: ``None`` none; a list as given; a dict ``{flag: value}`` flag by flag (``flag`` with or
     without ``--``, ``_`` or ``-``): ``true`` → ``--flag``, ``false`` → ``--no-flag`` (vLLM's
     ``BooleanOptionalAction``), ``null`` → left out (removes a recipe's entry), a list or dict → JSON, else the text."""
+    if extra is None:
+        return []
     if isinstance(extra, list):
         return [str(t) for t in extra]
     argv: list[str] = []
