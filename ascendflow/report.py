@@ -72,6 +72,7 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
                  + (f" ({plan.graph.capture_sizes[0]}…{plan.graph.capture_sizes[-1]})" if plan.graph.capture_sizes
                     else ""),
     }
+    rows.update(engine_arg_rows(plan))
     pred = (plan.performance or {}).get("predicted")
     if pred and "output_throughput_rel_error" not in m:
         rows["perf model"] = (f"predicted {pred['output_throughput']:.0f} tok/s, TPOT median "
@@ -130,6 +131,18 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
     rows["plan"] = str(written["plan"])
     rows["launch"] = ", ".join(p.name for k, p in written.items() if k != "plan") + " in " + str(
         written["plan"].parent / "launch")
+    return rows
+
+
+def engine_arg_rows(plan: Plan) -> dict[str, str]:
+    """Summary rows of the engine arguments the config did not spell out: the values left to vLLM's default
+    (planned, not written: ``Plan.engine_defaults``) and the ``engine.extra_args`` every ``vllm serve`` gets."""
+    rows = {}
+    if plan.engine_defaults:
+        rows["vLLM defaults"] = ", ".join(f"{k}={plan.engine_args[k]}" for k in plan.engine_defaults) + \
+            " (planned; not written, vLLM picks it)"
+    if plan.extra_args:
+        rows["extra args"] = " ".join(plan.extra_args) + " (engine.extra_args, on every vllm serve)"
     return rows
 
 

@@ -10,7 +10,7 @@ from ascendflow.compiler.checks.startup import remote_code_warnings
 from ascendflow.compiler.memory.estimates import plan_estimates
 from ascendflow.compiler.passes.graph import graph_pass
 from ascendflow.compiler.passes.inputs import inputs_pass
-from ascendflow.compiler.passes.kv import KVPass, kv_pass
+from ascendflow.compiler.passes.kv import KVPass, kv_pass, script_block_size
 from ascendflow.compiler.passes.launch import Launch, launch_pass
 from ascendflow.compiler.passes.memory import memory_pass
 from ascendflow.compiler.passes.placement import Placed, placement_pass
@@ -62,7 +62,8 @@ def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str
     kv, kv_notes = kv_pass(spec, arch, rules, inputs, mem, host.avx512_bf16)
     fit_notes = check_kv_fits(spec, rules, kv.memory, kv.kv, mem.explicit_kv, inputs.limits.max_model_len,
                               inputs.limits.max_num_seqs)
-    launch, _ = launch_pass(spec, rules, inputs, graph, kv.memory, mem.explicit_kv, placed)
+    launch, _ = launch_pass(spec, rules, inputs, graph, kv.memory, mem.explicit_kv, placed,
+                            script_block_size(spec, inputs.limits.block_size, kv.kv.block_size))
     warnings = [*input_notes, *graph_notes, *remote_code_warnings(spec), *memory_notes, *kv_notes, *fit_notes,
                 *placement_notes]
     return _assemble(spec, arch, row, rules, placed, graph, kv, launch, mem.explicit_kv is not None,
@@ -91,8 +92,11 @@ def _assemble(spec: RunSpec, arch: ModelArchitecture, row: dict, rules: EngineRu
         "memory": kv.memory.model_dump(exclude={"device_total_bytes", "requested_bytes"}
                                        if hw.device_memory_bytes is None else set()),
         "kv_cache": kv.kv.model_dump(), "graph": graph.model_dump(),
+        **({"engine_defaults": launch.defaults} if launch.defaults else {}),
+        **({"extra_args": launch.extra_args} if launch.extra_args else {}),
     }
     return Plan(plan_hash=plan_hash(semantic), target=target, model=model, engine_args=launch.engine_args,
                 serve_command=launch.workers[0].command, env=launch.env, workers=launch.workers, memory=kv.memory,
                 kv_cache=kv.kv, graph=graph, stages=kv.stages, warnings=warnings, rules=rules.model_dump(),
-                estimates=estimates, launcher=placed.launcher, placement=placed.nodes)
+                estimates=estimates, launcher=placed.launcher, placement=placed.nodes,
+                engine_defaults=launch.defaults, extra_args=launch.extra_args)

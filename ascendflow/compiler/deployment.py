@@ -18,7 +18,8 @@ from ascendflow.compiler.checks.pd import (check_decode_capacity, check_kv_ports
                                           check_listen_ports, check_prefill_capacity, check_proxy, check_roles, dp_ranks_per_node,
                                           request_tokens)
 from ascendflow.compiler.compile import compile_colocated
-from ascendflow.compiler.launch.environment import node_address
+from ascendflow.compiler.launch.common import serve_args
+from ascendflow.compiler.launch.environment import node_address, pd_socket_env
 from ascendflow.compiler.launch.pd_proxy import proxy_command
 from ascendflow.compiler.launch.pd_scripts import pd_launch_scripts
 from ascendflow.compiler.launch.pd_workers import PDLauncher
@@ -216,6 +217,7 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
     tp = role.tensor_parallel_size
     workers, configs, ranges, endpoints, nodes = [], [], [], [], []
     launcher = PDLauncher()
+    written = serve_args(plan.engine_args, plan.engine_defaults, plan.extra_args)
     for instance in range(role.instances):
         engine_id = f"{name}{instance}"
         kv_port = role.kv_port + instance * role.kv_port_stride
@@ -240,12 +242,12 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
                 for j in range(per_node):
                     devices = list(range(offset + j * tp, offset + (j + 1) * tp))
                     port = api_port + j
-                    workers.append(launcher.worker(spec, plan.engine_args, node, dp_start + j, devices, port, common,
+                    workers.append(launcher.worker(spec, written, node, dp_start + j, devices, port, common,
                                                    external=True))
                     endpoints.append([host, port])
             else:
                 devices = list(range(offset, offset + per_node * tp))
-                workers.append(launcher.worker(spec, plan.engine_args, node, dp_start, devices, api_port, common,
+                workers.append(launcher.worker(spec, written, node, dp_start, devices, api_port, common,
                                                external=False, headless=local_node > 0))
                 if local_node == 0:
                     endpoints.append([host, api_port])
@@ -254,7 +256,7 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
     next_node = first_node + (0 if pd.single_node else role.instances * role.nodes)
     if pd.single_node:
         next_node = 1
-    env = {k: v for k, v in plan.env.items()}
+    env = {**plan.env, **pd_socket_env(spec)}
     return RolePlan(kv_role=KV_ROLE[name], instances=role.instances, nodes=sorted(set(nodes)),
                     tensor_parallel_size=tp, data_parallel_size=role.data_parallel_size, dp_launch=role.dp_launch,
                     engine_args={k: v for k, v in plan.engine_args.items() if k != "model"}, env=env,

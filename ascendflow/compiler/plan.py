@@ -227,10 +227,17 @@ class Plan(_Frozen):
     roles: dict[str, RolePlan] | None = None
     #: The PD proxy; ``None`` for a co-located plan.
     proxy: ProxyPlan | None = None
+    #: ``engine_args`` names whose value is the release's vLLM default (the config left them unset): planned with
+    #: that value, not written in the scripts (vLLM resolves it itself at start-up). A PD plan: the decode role's.
+    engine_defaults: list[str] = Field(default_factory=list)
+    #: ``engine.extra_args`` as argv tokens, appended to every ``vllm serve`` of the plan (hashed).
+    extra_args: list[str] = Field(default_factory=list)
 
     def to_json(self) -> str:
-        """The plan as pretty JSON (the ``plan.json`` format); unset optional parts (performance, PD roles) absent."""
+        """The plan as pretty JSON (the ``plan.json`` format); unset optional parts (performance, PD roles, empty
+        ``engine_defaults`` / ``extra_args``) absent."""
         exclude = {k for k in ("performance", "roles", "proxy") if getattr(self, k) is None}
+        exclude |= {k for k in ("engine_defaults", "extra_args") if not getattr(self, k)}
         return self.model_dump_json(indent=2, exclude=exclude or None)
 
 

@@ -136,7 +136,7 @@ def rehearse(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dict[s
             time.sleep(1)
         start_s = time.monotonic() - start
         status(f"node 0 healthy after {start_s:.0f} s; running vLLM's benchmark client")
-        args = bench_argv(spec.workload, base_url=f"http://{LOCAL_IP}:{port}", served_model_name=spec.model.id,
+        args = bench_argv(spec.workload, base_url=f"http://{LOCAL_IP}:{port}", served_model_name=spec.model.served_name,
                           tokenizer=plan.engine_args["model"], run_dir=run_dir)
         benchmark = run_bench_client(args, run_dir, spec, status, nodes[0], health_url, None)
         if (k := _dead_node(nodes)) is not None:

@@ -142,7 +142,7 @@ def rehearse_pd(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dic
         proxy_url = f"http://{LOCAL_IP}:{plan.proxy.port}"
         start_s += _wait_healthy([proxy_url + "/health"], procs, 60, status)
         status(f"every PD endpoint and the proxy healthy after {start_s:.0f} s; vLLM's benchmark client → proxy")
-        args = bench_argv(spec.workload, base_url=proxy_url, served_model_name=spec.model.id,
+        args = bench_argv(spec.workload, base_url=proxy_url, served_model_name=spec.model.served_name,
                           tokenizer=plan.engine_args["model"], run_dir=run_dir)
         benchmark = run_bench_client(args, run_dir, spec, status, procs["proxy"], proxy_url + "/health", None)
         for name, proc in procs.items():

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ascendflow.compiler import Plan
-from ascendflow.runner.bench import bench_argv, bench_command_text, tokenizer_for
+from ascendflow.runner.bench import bench_argv, bench_command_text, served_name, tokenizer_for
 from ascendflow.runner.engine_metrics import WindowMetrics
 from ascendflow.runner.local import Serving, Status, check_alive_after, run_bench_client
 from ascendflow.schema.errors import ConfigError
@@ -107,17 +107,17 @@ def check_max_model_len(url: str, planned: int, served: int | None) -> None:
 
 def check_deployment(plan: Plan, spec: RunSpec, api_key: str | None) -> str:
     """The deployment at ``run.server_url`` answers, accepts the key and serves the plan's model under the plan's
-    name (``--served-model-name``, the model's id) with the plan's ``max_model_len``; returns its base URL.
+    name (``--served-model-name``: ``model.served_model_name``, else the model's id) with the plan's ``max_model_len``; returns its base URL.
 
     Raises:
         ConfigError: see :func:`base_url`, :func:`served_models` and :func:`check_max_model_len`; the server serves
-            other models (``model.id``).
+            other models (``model.served_model_name``, else ``model.id``).
     """
     url = base_url(spec)
     cards = served_models(url, api_key, spec.run.api_key_env)
-    wanted = str(plan.model["id"])
+    wanted = served_name(plan)
     if wanted not in cards:
-        raise ConfigError("model.id", wanted, f"the server at {url} serves {list(cards)}, not the plan's model; attach "
+        raise ConfigError("model.served_model_name" if spec.model.served_model_name else "model.id", wanted, f"the server at {url} serves {list(cards)}, not the plan's model; attach "
                                               "to the deployment of this plan, or compile the plan for the served "
                                               "model (model=...)")
     check_max_model_len(url, int(plan.engine_args["max_model_len"]), cards[wanted])
@@ -145,7 +145,7 @@ def benchmark_attached(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
         EngineStartError: the client failed while the deployment stayed up (see ``bench.log``).
     """
     srv = attached(url, api_key, run_dir)
-    args = bench_argv(spec.workload, base_url=url, served_model_name=str(plan.model["id"]),
+    args = bench_argv(spec.workload, base_url=url, served_model_name=served_name(plan),
                       tokenizer=tokenizer_for(plan), run_dir=run_dir)
     (run_dir / "bench_command.txt").write_text(bench_command_text(args, sys.executable, spec.run.api_key_env,
                                                                          attached=True))

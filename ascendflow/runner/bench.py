@@ -58,6 +58,12 @@ def bench_argv(workload: WorkloadSpec, *, base_url: str, served_model_name: str,
     return argv
 
 
+def served_name(plan: Plan) -> str:
+    """The model name the plan's server answers to and the client asks for: its ``--served-model-name``
+    (``model.served_model_name``, else the model's id)."""
+    return str(plan.engine_args.get("served_model_name") or plan.model["id"])
+
+
 def tokenizer_for(plan: Plan) -> str:
     """The ``--tokenizer`` of the benchmark client: the plan's ``--model`` when it is here (a local run, or weights
     at the same path on this machine), else the model's id (the Hugging Face name: a deployment attached from a

@@ -74,7 +74,7 @@ def search_capacity(plan: Plan, spec: RunSpec, run_dir: Path, status: Status, sr
     status(f"capacity search over {loads.variable} {loads.low:g}…{loads.high:g}")
     while (load := history.next_load(spec.slo.max_points)) is not None:
         n = len(history.margins)
-        args = bench_argv(_workload_at(spec, load), base_url=srv.base_url, served_model_name=spec.model.id,
+        args = bench_argv(_workload_at(spec, load), base_url=srv.base_url, served_model_name=spec.model.served_name,
                           tokenizer=tokenizer_for(plan), run_dir=run_dir,
                           result_filename=f"capacity/point_{n}.json", goodput=goodput)
         window = WindowMetrics(srv.base_url, srv.api_key)

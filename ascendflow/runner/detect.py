@@ -73,12 +73,19 @@ def compile_for_this_host(spec: RunSpec, model: ResolvedModel) -> Plan:
     (:mod:`ascendflow.tracking.sweep_predictions`), a rehearsal (:mod:`ascendflow.rehearsal.job`) and the precision
     report (:mod:`ascendflow.precision.app`) make, so they price and run the same plan.
 
+    ``engine.extra_args`` are then checked against the plan's vLLM parser
+    (:func:`ascendflow.runner.serve_flags.check_plan_extra_args`, its warning added to the plan's).
+
     Raises:
-        ConfigError: as :func:`ascendflow.compiler.compile_plan`.
+        ConfigError: as :func:`ascendflow.compiler.compile_plan`; an ``engine.extra_args`` flag vLLM's parser does not
+            know.
     """
     from ascendflow.compiler import compile_plan
     from ascendflow.models.resolve import resolve_draft
+    from ascendflow.runner.serve_flags import check_plan_extra_args
 
-    return compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
+    plan = compile_plan(spec, model.architecture, model_path=model.path or spec.model.path or spec.model.id,
                         host=host_facts(spec.hardware), checkpoint=model.checkpoint,
                         draft=resolve_draft(spec.engine))
+    notes = check_plan_extra_args(plan)
+    return plan.model_copy(update={"warnings": [*plan.warnings, *notes]}) if notes else plan

@@ -125,7 +125,7 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
         ConfigError: a ``${NAME}`` reference of the plan has no value (see :func:`engine_env`).
     """
     def client(base_url: str, health_url: str, api_key: str | None) -> ManagedProcess:
-        args = bench_argv(spec.workload, base_url=base_url, served_model_name=spec.model.id,
+        args = bench_argv(spec.workload, base_url=base_url, served_model_name=spec.model.served_name,
                           tokenizer=plan.engine_args["model"], run_dir=run_dir)
         args += ["--profile"] if spec.run.profile else []  # /start_profile, /stop_profile around the window
         (run_dir / "bench_command.txt").write_text(bench_command_text(args, sys.executable, spec.run.api_key_env))

@@ -23,6 +23,17 @@ def _env_value(value: object) -> str:
 EnvValue = Annotated[str, BeforeValidator(_env_value)]
 
 
+def _drop_nulls(value: object) -> object:
+    """A ``null`` entry removes it: ``ascend.env.KEY=null`` (or ``additional_config.other.KEY=null``) takes out what a
+    recipe set, since Hydra merges dicts (``ascend.env={}`` keeps the recipe's entries). Hydra's own
+    ``~ascend.env.KEY`` deletes it too (docs/configuration.md, "Removing a recipe's entry")."""
+    return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
+
+
+#: ``ascend.env`` / ``pd.<role>.env``: variable names to exported strings, ``null`` removing an entry.
+EnvDict = Annotated[dict[str, EnvValue], BeforeValidator(_drop_nulls)]
+
+
 class AdditionalConfig(Spec):
     """Typed ``--additional-config`` keys of vllm-ascend (``vllm_ascend/ascend_config.py``); ``None`` is not emitted.
 
@@ -34,14 +45,15 @@ class AdditionalConfig(Spec):
         multistream_overlap_shared_expert: overlap shared experts on a second stream (one more stream per graph).
         recompute_scheduler_enable: recompute scheduler (prefill/decode disaggregation decode nodes).
         enable_kv_nz: NZ layout for the KV cache.
-        other: further keys, passed through as given (validated by name against the version's key set).
+        other: further keys, passed through as given (validated by name against the version's key set); ``null``
+            removes a key (a recipe's).
     """
 
     enable_shared_expert_dp: bool | None = None
     multistream_overlap_shared_expert: bool | None = None
     recompute_scheduler_enable: bool | None = None
     enable_kv_nz: bool | None = None
-    other: dict[str, Any] = Field(default_factory=dict)
+    other: Annotated[dict[str, Any], BeforeValidator(_drop_nulls)] = Field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The keys to emit (typed ones that are set, then ``other``)."""
@@ -65,6 +77,7 @@ class AscendSpec(Spec):
             Names must be valid for bash and MLflow (``ascendflow.schema.secrets.ENV_NAME``). Values of secret-looking
             names (``*_TOKEN``, ``*_KEY``, ``*PASSWORD*``..., ``ascendflow.schema.secret_names.SECRET_NAME``) and of
             names in ``secret_env`` are never written: plans and launch scripts reference ``${NAME}``, records show ``***``.
+            ``null`` removes an entry (a recipe's): ``ascend.env.KEY=null``, or Hydra's ``~ascend.env.KEY``.
         secret_env: further names of ``env`` (or of the launch environment) to treat as secret.
     """
 
@@ -76,5 +89,5 @@ class AscendSpec(Spec):
     hccl_connect_timeout_s: int = Field(default=120, ge=1, le=MAX_ENV_INT)
     hccl_exec_timeout_s: int = Field(default=300, ge=1, le=MAX_ENV_INT)
     enable_sequence_parallelism: bool = False
-    env: dict[str, EnvValue] = Field(default_factory=dict)
+    env: EnvDict = Field(default_factory=dict)
     secret_env: list[str] = Field(default_factory=list)

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
+from typing_extensions import Annotated
 
 from ascendflow.schema.base import Spec
 from ascendflow.schema.bounds import MAX_BLOCK_SIZE, MAX_BYTES, MAX_NUM_SEQS, MAX_SEED, MAX_SPECULATIVE_TOKENS, MAX_TOKENS
 from ascendflow.schema.speculative import SpeculativeConfigSpec, SpeculativeMethod
+
+
+def _token(value: object) -> str:
+    """One argv token: numbers (Hydra reads ``5`` as an int) as text; lists and dicts refused."""
+    if isinstance(value, (list, tuple, dict)):
+        raise ValueError("must be one argv token (a string or number); give a JSON value as one quoted string")
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+#: One ``engine.extra_args`` token.
+Token = Annotated[str, BeforeValidator(_token)]
 
 
 class EngineSpec(Spec):
@@ -36,6 +48,13 @@ class EngineSpec(Spec):
             (per-release rules: ``EngineRules.async_scheduling``).
         pin_kv_cache_memory: emit ``kv_cache_memory_bytes`` = requested − weights − activation − non-torch − graph
             − 150 MiB margin, so graph memory is reserved explicitly (vllm-ascend PR #8289's suggested value).
+        extra_args: further ``vllm serve`` flags ascendflow does not model, appended to every node's engine argv:
+            argv tokens (``["--enable-log-requests", "--max-logprobs", "5"]``) or ``{flag: value}`` (``true``:
+            the flag alone, ``false``: ``--no-<flag>``, a list or dict: JSON). Checked by
+            :mod:`ascendflow.compiler.checks.extra_args` (a flag the plan sets is refused with its key) and against
+            the pinned vLLM's own parser (:mod:`ascendflow.runner.serve_flags`: an unknown flag is refused).
+            ``None``: none (the default is ``null`` so that either form can be given, Hydra merging no dict into a
+            list).
     """
 
     max_model_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
@@ -54,6 +73,7 @@ class EngineSpec(Spec):
     speculative_config: SpeculativeConfigSpec | None = None
     async_scheduling: bool | None = None
     pin_kv_cache_memory: bool = False
+    extra_args: list[Token] | dict[str, Any] | None = Field(default=None, max_length=256)
 
     @model_validator(mode="before")
     @classmethod

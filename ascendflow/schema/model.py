@@ -38,6 +38,8 @@ class ModelSpec(Spec):
         mm_processor_cache_gb: the multimodal processor cache in GiB (``--mm-processor-cache-gb``, vLLM
             ``MultiModalConfig.mm_processor_cache_gb``, default 4): host memory in the API-server and engine-core
             processes, not device memory. ``None``: vLLM's default.
+        served_model_name: the name the server answers to (``--served-model-name``) and the benchmark client asks
+            for; ``None``: ``id``.
     """
 
     name: str
@@ -49,6 +51,12 @@ class ModelSpec(Spec):
     hf_overrides: dict[str, Any] | None = None
     limit_mm_per_prompt: dict[str, int | dict[str, int]] | None = None
     mm_processor_cache_gb: float | None = Field(default=None, ge=0, le=MAX_BYTES / 2**30)  # ≤ 1 PiB, as bytes
+    served_model_name: str | None = Field(default=None, min_length=1, max_length=256)
+
+    @property
+    def served_name(self) -> str:
+        """``--served-model-name``: :attr:`served_model_name`, else :attr:`id`."""
+        return self.served_model_name or self.id
 
     @model_validator(mode="after")
     def _path_only_where_used(self) -> "ModelSpec":

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ascendflow.schema.ascend import AdditionalConfig, EnvValue
+from ascendflow.schema.ascend import AdditionalConfig, EnvDict
 from ascendflow.schema.base import Spec
 from ascendflow.schema.bounds import (MAX_BYTES, MAX_COUNT, MAX_ENV_INT, MAX_NODES, MAX_NUM_SEQS, MAX_PARALLEL,
                                      MAX_SPECULATIVE_TOKENS, MAX_TOKENS)
@@ -68,7 +68,7 @@ class RoleSpec(Spec):
         default=None, min_length=1, max_length=MAX_NUM_SEQS)
     num_speculative_tokens: int | None = Field(default=None, ge=0, le=MAX_SPECULATIVE_TOKENS)
     additional_config: AdditionalConfig = Field(default_factory=AdditionalConfig)
-    env: dict[str, EnvValue] = Field(default_factory=dict)
+    env: EnvDict = Field(default_factory=dict)
     hccl_buffsize_mb: int | None = Field(default=None, ge=1, le=MAX_ENV_INT)
     kv_port: int = Field(default=36000, ge=1024, le=65535)
     kv_port_stride: int = Field(default=100, ge=1, le=65535)

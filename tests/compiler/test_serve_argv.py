@@ -53,6 +53,9 @@ def test_serve_command_parses_with_vllms_parser(overrides):
     for key, value in plan.engine_args.items():
         if key in ("model", "compilation_config") or (key, value) == ("quantization", "ascend"):
             continue
+        if key in plan.engine_defaults:  # planned with vLLM's default, not written: vLLM resolves it
+            assert getattr(args, key) is None, key
+            continue
         parsed = getattr(args, key)
         if key == "served_model_name":
             parsed = parsed[0]
@@ -70,7 +73,9 @@ def test_every_pd_worker_parses_with_vllms_parser(recipe):
     spec = load_spec(raw)
     plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture, model_path="/m")
     parser = _vllm_server_parser()
-    for role in plan.roles.values():
+    for name, role in plan.roles.items():
+        # a role's max_num_seqs left to vLLM (neither pd.<role>.max_num_seqs nor engine.max_num_seqs set): not written
+        defaulted = {"max_num_seqs"} if getattr(spec.pd, name).max_num_seqs is None and spec.engine.max_num_seqs is None else set()
         for worker in role.workers:
             argv = worker.command[2:]
             if "--quantization" in argv:
@@ -79,7 +84,8 @@ def test_every_pd_worker_parses_with_vllms_parser(recipe):
             args = parser.parse_args(argv)
             for key in ("tensor_parallel_size", "data_parallel_size", "max_num_seqs", "max_num_batched_tokens",
                         "gpu_memory_utilization"):
-                assert getattr(args, key) == role.engine_args[key], (key, worker.node_rank, worker.dp_rank)
+                want = None if key in defaulted else role.engine_args[key]
+                assert getattr(args, key) == want, (key, worker.node_rank, worker.dp_rank)
             kv = args.kv_transfer_config
             config = next(c for c in role.kv_transfer if c["engine_id"] == kv.engine_id)
             assert (kv.kv_connector, kv.kv_role, kv.kv_port, kv.kv_connector_extra_config) == (

@@ -91,7 +91,8 @@ def check_kv_fits(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVC
                   max_model_len: int, max_num_seqs: int) -> list[str]:
     """The bottleneck device's KV cache against the device and one ``max_model_len`` request (vLLM 0.32.0
     ``get_kv_cache_configs`` / ``_check_enough_kv_cache_memory``: one request must fit in the pool less the null
-    block). Returns the warning when fewer than ``max_num_seqs`` such requests fit.
+    block). Returns the warning when fewer than ``engine.max_num_seqs`` such requests fit (not for vLLM's default,
+    which the config did not choose).
 
     Raises:
         ConfigError: an explicit KV budget that overflows the device or is below two blocks, a negative KV budget
@@ -135,7 +136,7 @@ def check_kv_fits(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVC
             f"needs {kv.needed_bytes} KV bytes per device for one request ({kv.blocks_per_request} blocks × "
             f"{kv.bytes_per_block} B) but the plan has {max(0, memory.kv_cache_bytes - kv.bytes_per_block)} after the "
             f"null block; {estimate}; fixes: {fixes(spec, context_len=True)}")
-    if kv.max_concurrency < max_num_seqs:
+    if kv.max_concurrency < max_num_seqs and eng.max_num_seqs is not None:  # vLLM's default: no choice to revisit
         return [f"KV cache holds {kv.max_concurrency:.1f} requests of max_model_len={max_model_len} tokens, fewer "
                 f"than max_num_seqs={max_num_seqs}: long requests will queue or be preempted"]
     return []

@@ -33,14 +33,26 @@ _REF_HINTS = {
 }
 
 
+#: Key of :func:`serve_args`' result holding ``engine.extra_args`` tokens (no ``EngineArgs`` name has brackets).
+EXTRA_ARGV = "<extra_args>"
+
+
+def serve_args(engine_args: dict[str, Any], defaults: list[str], extra: list[str]) -> dict[str, Any]:
+    """What the launchers write: ``engine_args`` without the names vLLM defaults itself (``Plan.engine_defaults``),
+    with ``engine.extra_args`` tokens (``Plan.extra_args``) under :data:`EXTRA_ARGV`, written last."""
+    args = {k: v for k, v in engine_args.items() if k not in defaults}
+    return {**args, EXTRA_ARGV: list(extra)} if extra else args
+
+
 def engine_args_to_argv(engine_args: dict[str, Any]) -> list[str]:
     """Render ``EngineArgs`` names as vLLM CLI flags (``model`` excluded; it is positional for ``vllm serve``).
 
-    ``True`` → ``--flag``; ``False`` → ``--no-flag`` (vLLM's ``BooleanOptionalAction``); dicts → JSON.
+    ``True`` → ``--flag``; ``False`` → ``--no-flag`` (vLLM's ``BooleanOptionalAction``); dicts → JSON; the
+    :data:`EXTRA_ARGV` tokens (:func:`serve_args`) as given, after every planned flag.
     """
     argv: list[str] = []
     for key, value in engine_args.items():
-        if key == "model" or value is None:
+        if key in ("model", EXTRA_ARGV) or value is None:
             continue
         flag = "--" + key.replace("_", "-")
         if value is True:
@@ -51,7 +63,7 @@ def engine_args_to_argv(engine_args: dict[str, Any]) -> list[str]:
             argv += [flag, json.dumps(value, separators=(",", ":"))]
         else:
             argv += [flag, str(value)]
-    return argv
+    return argv + list(engine_args.get(EXTRA_ARGV, []))
 
 
 def data_parallel_flags(*, address: str, rpc_port: int, rank: int | None = None, local: int | None = None,

@@ -27,7 +27,7 @@ def build_engine_args(spec: RunSpec, rules: EngineRules, *, model_path: str, dty
         quantization = None  # detected from quant_model_description.json from v0.17.0rc1 (reference §5)
     args: dict[str, Any] = {
         "model": model_path,
-        "served_model_name": spec.model.id,
+        "served_model_name": spec.model.served_name,
         "tensor_parallel_size": par.tensor_parallel_size,
         "pipeline_parallel_size": par.pipeline_parallel_size,
         "data_parallel_size": par.data_parallel_size,

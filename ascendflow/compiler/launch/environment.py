@@ -80,11 +80,25 @@ def _kind_env(spec: RunSpec, *, graphs_on: bool) -> dict[str, str]:
     if asc.hccl_op_expansion_mode_aiv:
         env["HCCL_OP_EXPANSION_MODE"] = "AIV"
     if par.nodes > 1:
-        nic = par.nic_name or NIC_REF
-        env.update({"HCCL_SOCKET_IFNAME": nic, "GLOO_SOCKET_IFNAME": nic, "TP_SOCKET_IFNAME": nic})
+        env.update(socket_env(spec))
         if par.enable_expert_parallel:
             env.update(hw.multinode_moe_env)
     return env
+
+
+def socket_env(spec: RunSpec) -> dict[str, str]:
+    """``HCCL_SOCKET_IFNAME`` / ``GLOO_SOCKET_IFNAME`` / ``TP_SOCKET_IFNAME``: the NIC (``parallel.nic_name``, else
+    the launch-time reference ``${ASCENDFLOW_NIC}``) HCCL, Gloo and the TP store bind to (reference §6)."""
+    nic = spec.parallel.nic_name or NIC_REF
+    return {"HCCL_SOCKET_IFNAME": nic, "GLOO_SOCKET_IFNAME": nic, "TP_SOCKET_IFNAME": nic}
+
+
+def pd_socket_env(spec: RunSpec) -> dict[str, str]:
+    """The socket variables of every PD role on platforms with the HCCL bundle, an instance on one node included:
+    vllm-ascend's PD tutorials export them on every node, single-node PD too (v0.25.1rc1
+    ``docs/source/tutorials/features/pd_disaggregation_mooncake_single_node.md``: ``GLOO_SOCKET_IFNAME``,
+    ``TP_SOCKET_IFNAME``, ``HCCL_SOCKET_IFNAME`` per engine; ``..._multi_node.md`` likewise); ``{}`` elsewhere."""
+    return socket_env(spec) if platform_for(spec.hardware.kind).hccl_env else {}
 
 
 def worker_env(spec: RunSpec, node: int, devices: list[int]) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """PD launch scripts (pure text): ``node<k>.sh`` per node running its role's ``vllm serve`` processes (one per DP rank
 with external DP, each with its own ``ASCEND_RT_VISIBLE_DEVICES`` and port, as vllm-ascend's
-``examples/external_online_dp/launch_online_dp.py`` starts them), ``proxy.sh`` and a PD ``preflight.sh``.
+``examples/external_online_dp/launch_online_dp.py`` starts them), ``proxy.sh`` and a PD ``preflight.sh``. As in the
+co-located scripts, a node script's own arguments (``"$@"``) are appended to every ``vllm serve`` it starts.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def pd_launch_scripts(plan: Plan) -> dict[str, str]:
                 env = {**role.env, **w.env}
                 texts += [*env.values(), *w.command]
                 exports = "; ".join(f"export {k}={shell_value(v)}" for k, v in sorted(env.items()))
-                lines.append(f"( {exports}; exec {' '.join(shell_value(a) for a in w.command)} ) &")
+                lines.append(f"( {exports}; exec {' '.join(shell_value(a) for a in w.command)} \"$@\" ) &")
         scripts[f"node{node}.sh"] = "\n".join([
             "#!/usr/bin/env bash",
             f"# ascendflow plan {plan.plan_hash}: PD node {node} of {plan.target.nodes} ({plan.target.hardware}, "

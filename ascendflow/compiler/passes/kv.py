@@ -76,6 +76,16 @@ def draft_kv_specs(spec: RunSpec, arch: ModelArchitecture, inputs: EngineInputs,
                                       kv_dtype=inputs.kv_dtype) if s is not None]
 
 
+def script_block_size(spec: RunSpec, limits_block: int, kv_block: int) -> int:
+    """The ``--block-size`` the scripts pass: the KV plan's block size where vllm-ascend's hybrid rule raised it
+    (vllm-ascend v0.23.0 .. v0.25.1rc1 ``patch/platform/patch_mamba_config.py`` ``verify_and_update_config``: a
+    block size below the Mamba-aligned one is raised to it, one at or above it is kept; ``utils.py``
+    ``refresh_block_size`` leaves hybrid models alone), so the script names the block the plan uses (passing 128
+    would end the same, but say otherwise); else the resolved ``limits_block`` (vLLM's own hybrid rule also reads a
+    user-set size, ``Platform.update_block_size_for_backend``, so there it is not changed)."""
+    return kv_block if platform_for(spec.hardware.kind).ascend_config and kv_block > limits_block else limits_block
+
+
 def _kv_settings(spec: RunSpec, rules: EngineRules, inputs: EngineInputs, ssm_dtype: str) -> dict[str, Any]:
     """:func:`~ascendflow.compiler.memory.kv_budget.kv_cache_plan` arguments shared by every stage."""
     hw, par, limits = spec.hardware, spec.parallel, inputs.limits

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 2e130bb280a2fd81: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan 99af636a5af10404: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 0, devices [0]. Generated: recompile instead of editing.
 set -euo pipefail
 
@@ -14,4 +14,4 @@ export TASK_QUEUE_ENABLE=1
 export VLLM_LOGGING_LEVEL=INFO
 export ASCEND_RT_VISIBLE_DEVICES=0
 
-exec vllm serve /models/Qwen/Qwen3-0.6B --served-model-name Qwen/Qwen3-0.6B --tensor-parallel-size 1 --pipeline-parallel-size 1 --data-parallel-size 1 --dtype float16 --max-model-len 8192 --max-num-seqs 16 --max-num-batched-tokens 2048 --gpu-memory-utilization 0.9 --block-size 128 --seed 0 --compilation-config '{"cudagraph_mode":"FULL_AND_PIECEWISE","cudagraph_capture_sizes":[1,2,4,8,16]}' --host 0.0.0.0 --port 8000 "$@"
+exec vllm serve /models/Qwen/Qwen3-0.6B --served-model-name Qwen/Qwen3-0.6B --tensor-parallel-size 1 --pipeline-parallel-size 1 --data-parallel-size 1 --dtype float16 --max-model-len 8192 --max-num-batched-tokens 2048 --gpu-memory-utilization 0.9 --block-size 128 --seed 0 --compilation-config '{"cudagraph_mode":"FULL_AND_PIECEWISE","cudagraph_capture_sizes":[1,2,4,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128,136,144,152,160,168,176,184,192,200,208,216,224,232,240,248,256]}' --host 0.0.0.0 --port 8000 "$@"
