@@ -105,6 +105,13 @@ def test_extra_args_as_a_dict_are_the_same_tokens():
     ("[--kv-cache-memory-bytes,1]", "engine.extra_args='--kv-cache-memory-bytes': is planned by ascendflow; set "
                                     "engine.kv_cache_memory_bytes instead"),
     ("[5,--max-logprobs]", "engine.extra_args='5': must start with a flag (--name), e.g. [--enable-log-requests]"),
+    # Keys ascendflow plans even when unset (null: no flag): a pass-through would bypass their planning.
+    ("['--hf-overrides={\"max_position_embeddings\":131072}']", "engine.extra_args='--hf-overrides': is planned by "
+                                                               "ascendflow; set model.hf_overrides instead"),
+    ("[--async-scheduling]", "engine.extra_args='--async-scheduling': is planned by ascendflow; set "
+                             "engine.async_scheduling instead"),
+    ("['--speculative-config={}']", "engine.extra_args='--speculative-config': is planned by ascendflow; set "
+                                    "engine.speculative_config instead"),
 ])
 def test_a_flag_the_plan_sets_is_refused_with_its_key(tokens, line):
     with pytest.raises(ConfigError) as err:
