@@ -48,6 +48,12 @@ def fail_line(message: str) -> None:
     sys.stderr.flush()
 
 
+def warn_err(message: str) -> None:
+    """Print a one-line warning to stderr (something went wrong that the run survived)."""
+    err_console.print(f"[yellow]warning:[/] {message}", soft_wrap=True)
+    sys.stderr.flush()
+
+
 def summary(title: str, rows: Mapping[str, str], footer: list[str]) -> None:
     """A two-column summary table followed by ``footer`` lines (e.g. the ``mlflow ui`` command)."""
     table = Table(title=title, show_header=False, title_justify="left")
