@@ -140,3 +140,17 @@ def test_a_model_directory_gone_after_the_check_is_named_before_vllm_s_message(t
     # A hub id is never taken for a missing path
     assert gone_model_path(["vllm", "--model", "HuggingFaceTB/SmolLM2-135M-Instruct"]) is None
     assert gone_model_path(["vllm", "--port", "1"]) is None
+
+
+def test_an_exception_quoted_in_brackets_leaves_the_brackets_out():
+    """Issue 25 row 10: the rehearsal's error line ended ``No module named 'vllm')`` — Python's own ``-m`` message
+    for a missing module (the real interpreter's output here, for a module that exists nowhere)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-I", "-m", "vllm_absent_module.api_server"], capture_output=True,
+                         text=True, timeout=60).stderr
+    assert out.endswith(": Error while finding module specification for 'vllm_absent_module.api_server' "
+                        "(ModuleNotFoundError: No module named 'vllm_absent_module')\n"), out
+    assert failure_cause(out) == "ModuleNotFoundError: No module named 'vllm_absent_module'"
+    assert failure_cause("ValueError: bad value (see x)") == "ValueError: bad value (see x)"  # balanced: kept
