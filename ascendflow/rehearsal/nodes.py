@@ -22,6 +22,7 @@ from typing import Any, Callable
 import psutil
 
 from ascendflow.compiler import Plan
+from ascendflow.compiler.launch.common import argument_units
 from ascendflow.compiler.launch.ray_cluster import ray_head
 from ascendflow.compiler.launch.registry import launcher_for
 from ascendflow.runner.bench import bench_argv
@@ -54,19 +55,6 @@ def node_env(plan: Plan, node: int, run_dir: Path, bin_dir: Path, ray_tmp: Path)
     return env
 
 
-def argument_lines(argv: list[str]) -> list[str]:
-    """``argv`` one argument per line, each flag with its values (``--tensor-parallel-size 8``), so a diff of two
-    commands shows which flag a changed value belongs to; the words before the first flag (program, subcommand,
-    model path) one per line."""
-    lines: list[str] = []
-    for word in argv:
-        if word.startswith("--") or not lines or not lines[-1].startswith("--"):
-            lines.append(word)
-        else:
-            lines[-1] += f" {word}"
-    return lines
-
-
 def _worker_labels(plan: Plan) -> list[str]:
     """A header per worker of ``plan``, in ``plan.workers`` order: ``node<k>``, with the PD role first
     (``prefill/node0``) and the DP rank when a node runs several workers of one role (``decode/node0/dp1``)."""
@@ -81,11 +69,12 @@ def _worker_labels(plan: Plan) -> list[str]:
 
 def argv_diff(original: Plan, rehearsed: Plan) -> str:
     """Unified diff of every worker's command, original plan against the rehearsed one: one argument per line with
-    its flag (:func:`argument_lines`), each worker headed by its role, node and DP rank (:func:`_worker_labels`)."""
+    its flag (:func:`~ascendflow.compiler.launch.common.argument_units`), each worker headed by its role, node and
+    DP rank (:func:`_worker_labels`)."""
     out = []
     pairs = zip(original.workers, _worker_labels(original), rehearsed.workers, _worker_labels(rehearsed))
     for a, a_label, b, b_label in pairs:
-        out += difflib.unified_diff(argument_lines(a.command), argument_lines(b.command),
+        out += difflib.unified_diff(argument_units(a.command), argument_units(b.command),
                                     f"original/{a_label} ({original.plan_hash})",
                                     f"rehearsed/{b_label} ({rehearsed.plan_hash})", lineterm="", n=0)
     return "\n".join(out) + "\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ascendflow.compiler.launch.common import argument_units
 from ascendflow.compiler.plan import Plan
 
 #: Memory terms of the bottleneck device, bytes (:class:`ascendflow.compiler.plan.MemoryPlan`).
@@ -16,18 +17,6 @@ MEMORY_TERMS = ("requested_bytes", "weights_bytes", "activation_bytes", "non_tor
 #: KV figures (:class:`ascendflow.compiler.plan.KVCachePlan`): tokens as vLLM logs them, requests of
 #: ``max_model_len`` that fit at once, blocks and tokens per block.
 KV_FIGURES = ("tokens", "max_concurrency", "num_blocks", "block_size")
-
-
-def argument_units(argv: list[str]) -> list[str]:
-    """A launch command as units: ``--flag value...`` joined by a space, positional words alone
-    (``["vllm", "serve", "/m", "--max-model-len 16384", "--enforce-eager"]``)."""
-    units: list[str] = []
-    for word in argv:
-        if word.startswith("--") or not units or not units[-1].startswith("--"):
-            units.append(word)
-        else:
-            units[-1] += f" {word}"
-    return units
 
 
 def _changed(current: dict[str, Any], target: dict[str, Any]) -> dict[str, dict[str, Any]]:

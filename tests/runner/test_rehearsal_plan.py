@@ -54,14 +54,6 @@ def test_argv_diff_names_every_changed_argument():
     assert not any(line.startswith("+--headless") for line in diff)  # the node roles are the original's
 
 
-def test_argument_lines_keep_each_flag_with_its_values():
-    from ascendflow.rehearsal.nodes import argument_lines
-
-    assert argument_lines(["vllm", "serve", "/m", "--tensor-parallel-size", "8", "--enforce-eager", "--x", "-1",
-                           "--headless"]) == ["vllm", "serve", "/m", "--tensor-parallel-size 8", "--enforce-eager",
-                                              "--x -1", "--headless"]
-
-
 def test_refusals_say_what_and_how():
     with pytest.raises(ConfigError, match=r"the plan runs on 1 node\(s\)"):
         refuse_unrehearsable(1, "single", True)
