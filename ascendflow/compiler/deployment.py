@@ -18,14 +18,14 @@ from ascendflow.compiler.checks.pd import (check_decode_capacity, check_kv_ports
                                           check_listen_ports, check_prefill_capacity, check_proxy, check_roles, dp_ranks_per_node,
                                           request_tokens)
 from ascendflow.compiler.compile import compile_colocated
-from ascendflow.compiler.launch.environment import node_address
+from ascendflow.compiler.launch.environment import node_address, socket_env
 from ascendflow.compiler.launch.pd_proxy import proxy_command
 from ascendflow.compiler.launch.pd_scripts import pd_launch_scripts
 from ascendflow.compiler.launch.pd_workers import PDLauncher
 from ascendflow.compiler.launch.scripts import launch_scripts
 from ascendflow.compiler.placement.idle import idle_warning
 from ascendflow.compiler.plan import Plan, RolePlan, plan_hash
-from ascendflow.platforms import HostFacts
+from ascendflow.platforms import HostFacts, platform_for
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory
@@ -249,6 +249,8 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
     if pd.single_node:
         next_node = 1
     env = {k: v for k, v in plan.env.items()}
+    if not pd.single_node and platform_for(hw.kind).hccl_env:  # as the decode nodes, whatever nodes the role spans
+        env.update(socket_env(spec))
     return RolePlan(kv_role=KV_ROLE[name], instances=role.instances, nodes=sorted(set(nodes)),
                     tensor_parallel_size=tp, data_parallel_size=role.data_parallel_size, dp_launch=role.dp_launch,
                     engine_args={k: v for k, v in plan.engine_args.items() if k != "model"}, env=env,

@@ -80,11 +80,19 @@ def _kind_env(spec: RunSpec, *, graphs_on: bool) -> dict[str, str]:
     if asc.hccl_op_expansion_mode_aiv:
         env["HCCL_OP_EXPANSION_MODE"] = "AIV"
     if par.nodes > 1:
-        nic = par.nic_name or NIC_REF
-        env.update({"HCCL_SOCKET_IFNAME": nic, "GLOO_SOCKET_IFNAME": nic, "TP_SOCKET_IFNAME": nic})
+        env.update(socket_env(spec))
         if par.enable_expert_parallel:
             env.update(hw.multinode_moe_env)
     return env
+
+
+def socket_env(spec: RunSpec) -> dict[str, str]:
+    """The network interface HCCL, Gloo and torch's TP sockets bind to on a multi-node Ascend deployment:
+    ``HCCL_SOCKET_IFNAME``, ``GLOO_SOCKET_IFNAME``, ``TP_SOCKET_IFNAME`` = ``parallel.nic_name`` (else
+    ``${ASCENDFLOW_NIC}``, set on each node). Every engine of a multi-node PD deployment gets them, whatever its role
+    spans (issue 25 row 13: single-node prefill instances set ``HCCL_IF_IP`` alone)."""
+    nic = spec.parallel.nic_name or NIC_REF
+    return {"HCCL_SOCKET_IFNAME": nic, "GLOO_SOCKET_IFNAME": nic, "TP_SOCKET_IFNAME": nic}
 
 
 def worker_env(spec: RunSpec, node: int, devices: list[int]) -> dict[str, str]:
