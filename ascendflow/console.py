@@ -21,15 +21,17 @@ def step(title: str) -> Iterator[Any]:
     """A spinner with ``title`` while the block runs; yields ``update(text)`` for live status lines."""
     if not console.is_terminal:
         console.print(f"[bold]…[/] {title}")
-        last = {"text": "", "at": 0.0}
+        last = {"text": "", "printed": "", "at": 0.0}
 
         def update(text: str) -> None:
             # Non-terminals (CI logs) get each distinct message once, not a spinner, and a counter that keeps
-            # running ("waiting for the engine's /health … 30 s") again every LOG_REPEAT_S.
+            # running ("waiting for the engine's /health … 30 s") again every LOG_REPEAT_S; a message that has not
+            # changed since it was printed is not printed again (issue 25 row 10: "benchmark 1/4 requests" every 15 s)
             now = time.monotonic()
-            if text.split("…")[0] != last["text"].split("…")[0] or now - last["at"] >= LOG_REPEAT_S:
+            if text.split("…")[0] != last["text"].split("…")[0] or (now - last["at"] >= LOG_REPEAT_S
+                                                                     and text != last["printed"]):
                 console.print(f"  {text}")
-                last["at"] = now
+                last["at"], last["printed"] = now, text
             last["text"] = text
 
         yield update
@@ -45,6 +47,12 @@ def fail_line(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {first}", soft_wrap=True)
     for line in rest:
         err_console.print(line, soft_wrap=True, markup=False)
+    sys.stderr.flush()
+
+
+def warn_err(message: str) -> None:
+    """Print a one-line warning to stderr (something went wrong that the run survived)."""
+    err_console.print(f"[yellow]warning:[/] {message}", soft_wrap=True)
     sys.stderr.flush()
 
 

@@ -87,6 +87,8 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
         rows["perf model"] = "predicted " + ", ".join(
             f"{label}{m[f'predicted_{key}']:{fmt}} {unit} ({100 * m[f'{key}_rel_error']:+.0f} %)"
             for label, key, unit, fmt in compared)
+    if plan.roles and "perf model" in rows and not compared:
+        rows = {**{k: v for k, v in rows.items() if k != "perf model"}, **pd_prediction_rows(plan, rows["perf model"])}
     if "capacity_rps_rel_error" in m:
         rows["perf model"] = (f"predicted capacity {m['predicted_capacity_rps']:.2f} req/s at the SLO "
                               f"({100 * m['capacity_rps_rel_error']:+.0f} % against the measured)")
@@ -143,6 +145,36 @@ def engine_arg_rows(plan: Plan) -> dict[str, str]:
             " (planned; not written, vLLM picks it)"
     if plan.extra_args:
         rows["extra args"] = " ".join(plan.extra_args) + " (engine.extra_args, on every vllm serve)"
+
+
+#: What a PD plan's top-level prediction is: ``predict`` runs on the plan's top-level engine (the decode role's
+#: engine arguments, memory and KV, :func:`ascendflow.compiler.deployment.compile_plan`) serving the whole workload.
+COLOCATED_LABEL = "the decode role's engine alone serving prefill and decode (not this PD deployment)"
+
+
+def pd_prediction_rows(plan: Plan, colocated: str) -> dict[str, str]:
+    """A PD plan's prediction rows, each labelled (issue 25 row 7: the co-located prediction sat beside the P:D line
+    with nothing saying which was which): ``perf model (co-located)`` (``colocated``, the top-level prediction, see
+    :data:`COLOCATED_LABEL`), then per role from ``performance.pd_ratio``: requests/s per instance within its latency
+    target and the latencies there, and the planned P:D's throughput."""
+    rows = {"perf model (co-located)": f"{COLOCATED_LABEL}: {colocated}"}
+    ratio = (plan.performance or {}).get("pd_ratio") or {}
+    if ratio.get("status") != "estimate":
+        rows["perf model (PD)"] = f"P:D ratio not estimated: {ratio.get('reason', 'no performance section')}"
+        return rows
+    for name, short, key in (("prefill", "TTFT", "ttft"), ("decode", "TPOT", "tpot")):
+        role, at = ratio[name], ratio[name].get("at") or {}
+        bound = (f"within p99 {short} ≤ {role['target_ms']:g} ms" if role.get("target_ms") is not None
+                 else "saturated (no latency target)")
+        figures = ", ".join(f"{stat} {short} {at[f'{stat}_{key}_ms']:.0f} ms" for stat in ("median", "p99")
+                            if f"{stat}_{key}_ms" in at)
+        rows[f"perf model ({name})"] = (f"{role['rps_per_instance']:.2f} req/s per {name} instance {bound}"
+                                        + (f" ({figures})" if figures else ""))
+    planned = ratio["planned"]
+    bound = "balanced" if planned["bottleneck"] == "balanced" else f"{planned['bottleneck']}-bound"
+    rows["perf model (P:D)"] = (f"planned {planned['ratio']} ({plan.roles['prefill'].instances} prefill, "
+                                f"{plan.roles['decode'].instances} decode instance(s)): {planned['throughput_rps']:.2f} "
+                                f"req/s, {bound}; recommended {ratio['ratio']}")
     return rows
 
 

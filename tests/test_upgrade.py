@@ -137,3 +137,39 @@ def test_cli_json_exit_0():
     assert json.loads(done.stdout) == {
         "rows": {"current": "vllm-ascend-0.18.0", "target": "vllm-ascend-0.19.1rc1"},
         "refusals": {"current": KV_RULE, "target": None}}
+
+
+def test_a_pd_deployment_is_compared_per_role_and_labelled():
+    """Issue 25 row 6: for +recipe=deepseek_r1_pd_2p1d the advisor diffed the run-level plan (the decode role's
+    figures) without saying so, and never compared the prefill role. v0.20.2rc1 → v0.21.0rc1: the non-torch
+    (HCCL) memory grows by 200 MiB on both roles, the ACL graph pool on decode only (prefill runs eager)."""
+    diff = advise(["+recipe=deepseek_r1_pd_2p1d", "hardware.software=vllm-ascend-0.20.2rc1"], "vllm-ascend-0.21.0rc1")
+    assert sorted(diff) == ["proxy_command", "refusals", "roles", "rows", "rules", "warnings"]  # no unlabelled figures
+    prefill, decode = diff["roles"]["prefill"], diff["roles"]["decode"]
+    assert prefill["kv"] == {"max_concurrency": {"current": 3.2843, "target": 3.2109},
+                             "num_blocks": {"current": 1028, "target": 1005},
+                             "tokens": {"current": 131373, "target": 128434}}
+    assert prefill["memory"] == {"kv_cache_bytes": {"current": 9401676448, "target": 9191961248},
+                                 "non_torch_bytes": {"current": 1277165568, "target": 1486880768}}
+    assert prefill["capture_sizes"] == {"current": [], "target": [], "removed": [], "added": []}
+    assert decode["kv"] == {"max_concurrency": {"current": 5.6901, "target": 5.6102},
+                            "num_blocks": {"current": 1781, "target": 1756},
+                            "tokens": {"current": 227603, "target": 224408}}
+    assert decode["memory"] == {"graph_bytes": {"current": 3866624, "target": 14360576},
+                                "kv_cache_bytes": {"current": 16284423166, "target": 16060347390},
+                                "non_torch_bytes": {"current": 1428160512, "target": 1637875712}}
+    assert [r[k] for r in (prefill, decode) for k in ("cudagraph_mode", "engine_args")] == [{}] * 4
+    assert diff["proxy_command"] == {"removed": [], "added": []}
+
+    done = subprocess.run([sys.executable, "-m", "ascendflow.upgrade", "--to", "0.21.0rc1",
+                           "+recipe=deepseek_r1_pd_2p1d", "hardware.software=vllm-ascend-0.20.2rc1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == "PD deployment: the prefill and decode roles are compared separately (one instance each)"
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    assert ["prefill kv", "tokens", "131,373", "128,434", "-2,939 (-2.2%)"] in cells
+    assert ["decode memory", "graph_bytes", "3.7 MiB", "13.7 MiB", "+10.0 MiB (+271.4%)"] in cells
+    assert not any(c[0] in ("kv", "memory") for c in cells)
+    assert "prefill capture sizes: unchanged (0)" in lines and "decode capture sizes: unchanged (12)" in lines

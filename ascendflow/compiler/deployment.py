@@ -26,7 +26,7 @@ from ascendflow.compiler.launch.pd_workers import PDLauncher
 from ascendflow.compiler.launch.scripts import launch_scripts
 from ascendflow.compiler.placement.idle import idle_warning
 from ascendflow.compiler.plan import Plan, RolePlan, plan_hash
-from ascendflow.platforms import HostFacts
+from ascendflow.platforms import HostFacts, platform_for
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import psutil
 
 from ascendflow.compiler import Plan
+from ascendflow.compiler.launch.common import argument_units
 from ascendflow.compiler.launch.ray_cluster import ray_head
 from ascendflow.compiler.launch.registry import launcher_for
 from ascendflow.runner.bench import bench_argv
@@ -54,12 +55,28 @@ def node_env(plan: Plan, node: int, run_dir: Path, bin_dir: Path, ray_tmp: Path)
     return env
 
 
+def _worker_labels(plan: Plan) -> list[str]:
+    """A header per worker of ``plan``, in ``plan.workers`` order: ``node<k>``, with the PD role first
+    (``prefill/node0``) and the DP rank when a node runs several workers of one role (``decode/node0/dp1``)."""
+    role_of = {id(w): name for name, role in (plan.roles or {}).items() for w in role.workers}
+    keys = [(role_of.get(id(w)), w.node_rank) for w in plan.workers]
+    labels = []
+    for w, key in zip(plan.workers, keys):
+        label = "/".join(p for p in (key[0], f"node{w.node_rank}") if p)
+        labels.append(label + (f"/dp{w.dp_rank}" if keys.count(key) > 1 else ""))
+    return labels
+
+
 def argv_diff(original: Plan, rehearsed: Plan) -> str:
-    """Unified diff, one argument per line, of every node's command: original plan against the rehearsed one."""
+    """Unified diff of every worker's command, original plan against the rehearsed one: one argument per line with
+    its flag (:func:`~ascendflow.compiler.launch.common.argument_units`), each worker headed by its role, node and
+    DP rank (:func:`_worker_labels`)."""
     out = []
-    for a, b in zip(original.workers, rehearsed.workers):
-        out += difflib.unified_diff([*a.command], [*b.command], f"original/node{a.node_rank} ({original.plan_hash})",
-                                    f"rehearsed/node{b.node_rank} ({rehearsed.plan_hash})", lineterm="", n=0)
+    pairs = zip(original.workers, _worker_labels(original), rehearsed.workers, _worker_labels(rehearsed))
+    for a, a_label, b, b_label in pairs:
+        out += difflib.unified_diff(argument_units(a.command), argument_units(b.command),
+                                    f"original/{a_label} ({original.plan_hash})",
+                                    f"rehearsed/{b_label} ({rehearsed.plan_hash})", lineterm="", n=0)
     return "\n".join(out) + "\n"
 
 

@@ -74,27 +74,28 @@ def _get(url: str) -> str:
         return resp.read().decode()
 
 
-def _wait_healthy(urls: list[str], procs: dict[str, ManagedProcess], timeout_s: float, status: Status) -> float:
-    """Seconds until every ``urls`` answers 200.
+def _wait_healthy(urls: list[str], procs: dict[str, ManagedProcess], timeout_s: float, status: Status, what: str,
+                  since: float) -> float:
+    """Seconds since ``since`` (``time.monotonic()``) until every ``urls`` answers 200; the progress line names
+    ``what`` and counts from ``since``, so waiting for the proxy after the endpoints goes on counting (it restarted
+    at "… 0 s" and called the proxy a "PD endpoint", issue 25 row 10).
 
     Raises:
-        EngineStartError: a process exited first, or ``timeout_s`` passed.
+        EngineStartError: a process exited first, or ``timeout_s`` passed (counted from this call).
     """
     start = time.monotonic()
     while not all(healthy(u) for u in urls):
         for name, proc in procs.items():
             if proc.returncode is not None:
                 raise EngineStartError(engine_failure(f"rehearsal {name} exited with code {proc.returncode} before "
-                                                      "every PD endpoint was healthy; every node stopped",
-                                                      proc.log_path))
-        elapsed = time.monotonic() - start
-        if elapsed > timeout_s:
+                                                      f"{what} answered /health; every node stopped", proc.log_path))
+        if time.monotonic() - start > timeout_s:
             first = next(iter(procs.values()))
-            raise EngineStartError(engine_failure(f"PD endpoints not healthy after {elapsed:.0f} s (raise "
-                                                  "run.health_timeout_s)", first.log_path))
-        status(f"waiting for {len(urls)} PD endpoint(s)' /health … {elapsed:.0f} s")
+            raise EngineStartError(engine_failure(f"{what} not healthy after {time.monotonic() - start:.0f} s "
+                                                  "(raise run.health_timeout_s)", first.log_path))
+        status(f"waiting for /health of {what} … {time.monotonic() - since:.0f} s")
         time.sleep(1)
-    return time.monotonic() - start
+    return time.monotonic() - since
 
 
 def rehearse_pd(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dict[str, Any]:
@@ -134,13 +135,14 @@ def rehearse_pd(plan: Plan, spec: RunSpec, run_dir: Path, status: Status) -> dic
                 base / f"node{k}.log", spec.run.shutdown_grace_s))
         status(f"{len(node_ranks)} PD node(s) starting (logs: {base}/node<k>.log)")
         urls = [u + "/health" for role in endpoints.values() for u in role]
-        start_s = _wait_healthy(urls, procs, spec.run.health_timeout_s, status)
+        since = time.monotonic()
+        _wait_healthy(urls, procs, spec.run.health_timeout_s, status, f"the {len(urls)} PD endpoints", since)
         env = {**node_env(plan, 0, run_dir, bin_dir, tmp), NODE_RANK_ENV: PROXY_RANK,
                "ASCENDFLOW_PD_PROXY_DIR": str(proxy_dir)}
         procs["proxy"] = stack.enter_context(ManagedProcess(["bash", str(base / "launch" / "proxy.sh")], env,
                                                             base / "proxy.log", spec.run.shutdown_grace_s))
         proxy_url = f"http://{LOCAL_IP}:{plan.proxy.port}"
-        start_s += _wait_healthy([proxy_url + "/health"], procs, 60, status)
+        start_s = _wait_healthy([proxy_url + "/health"], procs, 60, status, "the proxy", since)
         status(f"every PD endpoint and the proxy healthy after {start_s:.0f} s; vLLM's benchmark client → proxy")
         args = bench_argv(spec.workload, base_url=proxy_url, served_model_name=spec.model.served_name,
                           tokenizer=plan.engine_args["model"], run_dir=run_dir)

@@ -82,6 +82,16 @@ def death_cause(text: str) -> str | None:
     return None
 
 
+def _balanced(cause: str) -> str:
+    """``cause`` without the closing brackets of text around it: an exception quoted inside brackets, as Python's
+    ``-m`` prints a missing module (``python: Error while finding module specification for 'vllm.x'
+    (ModuleNotFoundError: No module named 'vllm')``), is matched up to the line's end (issue 25 row 10: the
+    rehearsal's error line ended ``No module named 'vllm')``)."""
+    while cause.endswith(")") and cause.count(")") > cause.count("("):
+        cause = cause[:-1].rstrip()
+    return cause
+
+
 def failure_cause(text: str) -> str | None:
     """Why the engine failed: a killed or vanished engine core (:func:`death_cause`), else the first specific
     exception in the log (``ValueError: Available memory on node 0 ...``), skipping vLLM's wrappers ("Engine core
@@ -92,7 +102,7 @@ def failure_cause(text: str) -> str | None:
     for line in text.splitlines():
         m = _EXCEPTION.search(line)
         if m and not any(g in m.group(2) for g in (*_GENERIC, *_GENERIC_DEAD)):
-            return f"{m.group(1)}: {m.group(2).strip()}"
+            return _balanced(f"{m.group(1)}: {m.group(2).strip()}")
     for line in reversed(text.splitlines()):
         if ("Address already in use" in line or "OSError" in line) and not any(g in line for g in _GENERIC_DEAD):
             return line.strip()

@@ -11,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from ascendflow.compiler import Plan
 from ascendflow.runner.engine_log import failure_cause, last_message
@@ -83,12 +83,33 @@ def engine_down(server: ManagedProcess | None, health_url: str) -> str | None:
         return None
 
 
-def engine_failure(summary: str, log_path: Path) -> str:
+def gone_model_path(argv: Sequence[str]) -> str | None:
+    """The ``--model`` of ``argv`` when it is a local path (absolute, or ``./``/``../``/``~``) that no longer
+    exists, else ``None``. vLLM takes any ``--model`` that is not an existing directory for a Hugging Face repo id, so
+    a directory removed while the engine starts fails as ``HFValidationError: Repo id must be in the form …`` or a
+    pydantic ``ValidationError`` of ``VllmConfig`` (vllm/transformers_utils/config.py ``get_config``, vLLM 0.32.0),
+    neither of which says the path is gone (issue 25 row 12)."""
+    args = list(argv)
+    if "--model" not in args or args.index("--model") + 1 >= len(args):
+        return None
+    path = args[args.index("--model") + 1]
+    if not (os.path.isabs(path) or path.startswith(("./", "../", "~"))):
+        return None
+    return None if Path(path).expanduser().exists() else path
+
+
+def engine_failure(summary: str, log_path: Path, argv: Sequence[str] = ()) -> str:
     """One line: ``summary``, the cause found in the engine log (else the log's last line that says something,
     :func:`ascendflow.runner.engine_log.last_message`), and where the log is;
-    the traceback stays in the log (one error line on the terminal, in ``error.txt`` and the MLflow tag)."""
+    the traceback stays in the log (one error line on the terminal, in ``error.txt`` and the MLflow tag).
+    With the engine's ``argv``, a model directory that is gone now (:func:`gone_model_path`) is named first, vLLM's
+    own message in brackets after it."""
     text = log_path.read_text(errors="replace") if log_path.exists() else ""
     cause = failure_cause(text) or last_message(text)
+    if (gone := gone_model_path(argv)) is not None:
+        vllm = f" (vLLM: {cause})" if cause else ""
+        cause = (f"the model directory {gone} is gone: it was removed, moved or unmounted after the run checked it; "
+                 f"put it back (or point model.path at a copy) and run again{vllm}")
     return f"{summary}: {cause} (log: {log_path})" if cause else f"{summary} (log: {log_path})"
 
 
@@ -180,10 +201,10 @@ def wait_healthy(server: ManagedProcess, url: str, timeout_s: float,
         elapsed = time.monotonic() - start
         if server.returncode is not None:
             raise EngineStartError(engine_failure(f"engine exited with code {server.returncode} before it was healthy",
-                                                  server.log_path))
+                                                  server.log_path, server.argv))
         if elapsed > timeout_s:
             raise EngineStartError(engine_failure(f"engine not healthy after {timeout_s:.0f} s "
-                                                  "(raise run.health_timeout_s)", server.log_path))
+                                                  "(raise run.health_timeout_s)", server.log_path, server.argv))
         if healthy(url):
             return elapsed
         if tick and int(elapsed) != ticked:

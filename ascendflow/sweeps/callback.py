@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from ascendflow.interrupts import Terminated
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.tracking import TrackingSpec
+from ascendflow.sweeps.announce import end_line, start_line
 from ascendflow.sweeps.checks import (hardware_here, refuse_bad_measure_top, refuse_bad_search_space,
                                       refuse_bad_shared_values, refuse_parallel_engines,
                                       refuse_search_without_measurements)
@@ -71,7 +72,8 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Refuse parallel engines and Optuna on plan-only jobs (exit 2, before any job); create the experiment and
-        the parent run; write ``mlflow_sweep.json`` into the sweep directory. (Hydra turns callback exceptions into
+        the parent run; write ``mlflow_sweep.json`` into the sweep directory; print the sweep's first line (how many
+        jobs, the parent run: :func:`ascendflow.sweeps.announce.start_line`). (Hydra turns callback exceptions into
         warnings, so refusals and store errors exit here with ``SystemExit`` and one line.)"""
         mode = OmegaConf.select(config, "run.mode", default="auto")
         engines = mode in ("serve", "offline", "capacity") or (mode == "auto" and hardware_here(config))
@@ -83,7 +85,9 @@ class MlflowSweepCallback(Callback):
             tracking = TrackingSpec.model_validate(OmegaConf.to_container(config.tracking, resolve=True))
             measure_top = refuse_bad_measure_top(config, tracking.enabled)
             refuse_bad_shared_values(config)
+            sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
             if not tracking.enabled:
+                print(start_line(config, sweep_dir, None), flush=True)
                 return
             pruning = _pruning(config, measure_top) if measure_top is not None else None
             outputs = Path.cwd() / "outputs"
@@ -98,6 +102,7 @@ class MlflowSweepCallback(Callback):
             else:
                 refuse_unusable_store(tracking, uri)
             self.sweep = open_parent(config, tracking, pruning)  # pickled into every job's process
+            print(start_line(config, sweep_dir, self.sweep), flush=True)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
@@ -118,7 +123,8 @@ class MlflowSweepCallback(Callback):
             publish_sweep(sweep)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """End the parent FINISHED with the children's counts (failed children do not fail the sweep)."""
+        """End the parent FINISHED with the children's counts (failed children do not fail the sweep) and print the
+        sweep's last line (:func:`ascendflow.sweeps.announce.end_line`: counts, parent run, compare command)."""
         sweep = ACTIVE.get("sweep")  # the parent this process opened (None: tracking off, or already ended)
         os.environ.pop(SWEEP_ENV, None)
         if sweep is None:
@@ -140,6 +146,7 @@ class MlflowSweepCallback(Callback):
             end_parent(sweep, "FINISHED")
             ACTIVE.pop("sweep", None)
             counts = sweep_counts(sweep["tracking_uri"], sweep["experiment_id"], sweep["run_id"])
+            print(end_line(sweep, counts), flush=True)
             if counts and not counts.get("FINISHED"):
                 print(f"error: no job of the sweep finished ({counts.get('FAILED', 0)} failed); see the FAILED child "
                       f"runs", file=sys.stderr)

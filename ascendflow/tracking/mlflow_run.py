@@ -16,6 +16,7 @@ from ascendflow.interrupts import store_call
 from ascendflow.schema.secrets import MASK, mask_credentials, mask_text
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking.flatten import flatten_params, numeric_metrics
+from ascendflow.tracking.outage import outage_reason, quiet_server_outage
 from ascendflow.tracking.pending import PendingRecord, scrub_dir, sync_pending_under
 from ascendflow.tracking.run_dir import upload_run_dir
 from ascendflow.tracking.stale import end_stale_runs, process_tags
@@ -81,6 +82,7 @@ class TrackedRun:
         self.secrets = [s for s in secrets if s]
         self.pending: PendingRecord | None = None
         self.outage: str | None = None
+        self.outage_words = ""  # the outage in a few words (outage_reason), for the terminal
         if not self.enabled:
             return
         # An unreachable tracking server fails in seconds instead of retrying for minutes.
@@ -93,6 +95,7 @@ class TrackedRun:
             tags["mlflow.parentRunId"] = sweep["run_id"]
         else:
             self.uri = tracking_uri(tracking, outputs_dir)
+        quiet_server_outage(self.uri)  # a server that stops answering is one line at the end, no retry warnings
         self.client = open_client(self.uri)
         self.reserve = DiskReserve(self.uri)  # room to end FAILED if the disk fills during the run
         if self.experiment_id is None:
@@ -121,6 +124,7 @@ class TrackedRun:
         self = cls.__new__(cls)
         self.enabled, self.uri, self.run_id = True, uri, run_id
         self.run_dir, self.secrets, self.pending, self.outage, self.reserve = None, [], None, None, None
+        self.outage_words = ""
         self.client = GuardedClient(MlflowClient(tracking_uri=uri))
         self.experiment_id = self.client.get_run(run_id).info.experiment_id
         return self
@@ -165,6 +169,7 @@ class TrackedRun:
                     if self.reserve.release():  # room to end the run FAILED with its error (app._fail)
                         raise full from None
                 self.outage = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                self.outage_words = outage_reason(str(exc))
                 try:
                     self.pending = PendingRecord.start(self.run_dir, self.uri, self.run_id, self.outage)
                 except OSError:  # no room for the record either: the next start ends the run (stale)
@@ -246,7 +251,12 @@ class TrackedRun:
         OPEN_RUNS.pop(self.run_id, None)
         from ascendflow import console
 
-        if self.pending is not None:
+        if self.pending is not None and self.uri and self.uri.startswith(("http://", "https://")):
+            console.warn_err(f"the MLflow server {self._mask(self.uri)} stopped answering "
+                             f"({self.outage_words or self.outage}): run {self.run_id} is kept in {self.run_dir}; "
+                             f"upload it with `python -m ascendflow.sync {self.run_dir}` once the server answers "
+                             "(or the next run does)")
+        elif self.pending is not None:
             console.fail_line(f"MLflow store not reachable ({self.outage}): run {self.run_id} is kept in {self.run_dir}"
                               f"; upload it with `python -m ascendflow.sync {self.run_dir}` (or the next run does)")
         elif upload_error:

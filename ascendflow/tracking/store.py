@@ -310,14 +310,17 @@ def artifact_root(tracking: TrackingSpec, outputs_dir: Path, uri: str | None = N
 
 def with_retry(call, attempts: int = 8):
     """Run an MLflow call, retrying with back-off on ``MlflowException`` (SQLite "database is locked" under parallel
-    writers, DESIGN.md §4); the last failure is raised."""
+    writers, DESIGN.md §4); the last failure is raised. A tracking server that does not answer is not tried again
+    (MLflow's client already retried; :func:`ascendflow.tracking.outage.unreachable`)."""
     from mlflow.exceptions import MlflowException
+
+    from ascendflow.tracking.outage import unreachable
 
     for attempt in range(attempts):
         try:
             return call()
         except MlflowException as exc:
-            if attempt == attempts - 1 or stopping() or disk_full(exc):  # a full disk stays full
+            if attempt == attempts - 1 or stopping() or disk_full(exc) or unreachable(exc):  # a full disk stays full
                 raise
             time.sleep(0.25 * (attempt + 1))
     raise AssertionError("unreachable")

@@ -139,8 +139,41 @@ def _version_change(pair: dict[str, Any]) -> str:
     return "upgrade" if b > a else "downgrade" if b < a else ""
 
 
+def _engine_rows(table: Any, figures: dict[str, Any], label: str = "") -> None:
+    """Rows of one engine's changed figures (the plan's, or one PD role's: ``label`` ``prefill``/``decode`` heads
+    each section)."""
+    for section in ("cudagraph_mode", "kv", "memory", "engine_args"):
+        for key, pair in figures[section].items():
+            table.add_row(f"{label} {section}".strip(), key, _value(key, pair["current"]), _value(key, pair["target"]),
+                          _delta(key, pair))
+
+
+def _size_line(out: Any, figures: dict[str, Any], label: str = "") -> None:
+    """One engine's capture-size line (``label``: the PD role)."""
+    sizes = figures["capture_sizes"]
+    head = f"{label} capture sizes" if label else "capture sizes"
+    if sizes["added"] or sizes["removed"]:
+        out.print(f"{head}: {len(sizes['current'])} → {len(sizes['target'])}; added {sizes['added']}, "
+                  f"removed {sizes['removed']}")
+    else:
+        out.print(f"{head}: unchanged ({len(sizes['current'])})")
+
+
+def _added_removed(out: Any, change: dict[str, list], title: str) -> None:
+    for item in change["removed"]:
+        out.print(f"[red]- {title}[/] {item}", soft_wrap=True)
+    for item in change["added"]:
+        out.print(f"[green]+ {title}[/] {item}", soft_wrap=True)
+
+
+def _changes(figures: dict[str, Any]) -> bool:
+    return any(figures[k] for k in ("cudagraph_mode", "kv", "memory", "engine_args")) or any(
+        figures[k]["added"] or figures[k]["removed"] for k in ("capture_sizes", "serve_command"))
+
+
 def render(diff: dict[str, Any]) -> None:
-    """Print the diff with rich: one table of changed figures, then refusals, capture sizes, warnings, arguments."""
+    """Print the diff with rich: one table of changed figures, then refusals, capture sizes, warnings, arguments. A
+    PD plan's figures, capture sizes and arguments are printed per role, each labelled (``prefill kv``)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -152,28 +185,33 @@ def render(diff: dict[str, Any]) -> None:
             out.print(f"[red]refused on {rows[side]}[/] ({side}): {diff['refusals'][side]}", soft_wrap=True)
     if any(diff["refusals"].values()):
         return
+    roles = diff.get("roles")
+    if roles:
+        out.print(f"PD deployment: the {' and '.join(roles)} roles are compared separately (one instance each)")
     table = Table("section", "item", "current", "target", "change")
     for key, pair in rows.get("engine", {}).items():
         if key != "row":
             table.add_row("versions", key, _value(key, pair["current"]), _value(key, pair["target"]),
                           _version_change(pair))
-    for section in ("cudagraph_mode", "kv", "memory", "engine_args", "rules"):
-        for key, pair in diff[section].items():
-            table.add_row(section, key, _value(key, pair["current"]), _value(key, pair["target"]), _delta(key, pair))
-    out.print(table)
-    sizes = diff["capture_sizes"]
-    if sizes["added"] or sizes["removed"]:
-        out.print(f"capture sizes: {len(sizes['current'])} → {len(sizes['target'])}; added {sizes['added']}, "
-                  f"removed {sizes['removed']}")
+    if roles:
+        for name, figures in roles.items():
+            _engine_rows(table, figures, name)
     else:
-        out.print(f"capture sizes: unchanged ({len(sizes['current'])})")
-    for kind, title in (("warnings", "warning"), ("serve_command", "launch argument")):
-        for item in diff[kind]["removed"]:
-            out.print(f"[red]- {title}[/] {item}", soft_wrap=True)
-        for item in diff[kind]["added"]:
-            out.print(f"[green]+ {title}[/] {item}", soft_wrap=True)
-    if not any(diff[k] for k in ("cudagraph_mode", "kv", "memory", "engine_args", "rules")) and not any(
-            diff[k]["added"] or diff[k]["removed"] for k in ("capture_sizes", "warnings", "serve_command")):
+        _engine_rows(table, diff)
+    for key, pair in diff["rules"].items():
+        table.add_row("rules", key, _value(key, pair["current"]), _value(key, pair["target"]), _delta(key, pair))
+    out.print(table)
+    engines = roles or {"": diff}
+    for name, figures in engines.items():
+        _size_line(out, figures, name)
+    _added_removed(out, diff["warnings"], "warning")
+    for name, figures in engines.items():
+        _added_removed(out, figures["serve_command"], f"{name} launch argument".strip())
+    if "proxy_command" in diff:
+        _added_removed(out, diff["proxy_command"], "proxy argument")
+    proxy = diff.get("proxy_command", {"added": [], "removed": []})
+    if not diff["rules"] and not any(_changes(f) for f in engines.values()) and not any(
+            d["added"] or d["removed"] for d in (diff["warnings"], proxy)):
         out.print("no change to this deployment's plan")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ascendflow.compiler.launch.common import argument_units
 from ascendflow.compiler.plan import Plan
 
 #: Memory terms of the bottleneck device, bytes (:class:`ascendflow.compiler.plan.MemoryPlan`).
@@ -18,18 +19,6 @@ MEMORY_TERMS = ("requested_bytes", "weights_bytes", "activation_bytes", "non_tor
 KV_FIGURES = ("tokens", "max_concurrency", "num_blocks", "block_size")
 
 
-def argument_units(argv: list[str]) -> list[str]:
-    """A launch command as units: ``--flag value...`` joined by a space, positional words alone
-    (``["vllm", "serve", "/m", "--max-model-len 16384", "--enforce-eager"]``)."""
-    units: list[str] = []
-    for word in argv:
-        if word.startswith("--") or not units or not units[-1].startswith("--"):
-            units.append(word)
-        else:
-            units[-1] += f" {word}"
-    return units
-
-
 def _changed(current: dict[str, Any], target: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """``{key: {"current": a, "target": b}}`` for every key whose value differs (absent: ``None``)."""
     return {k: {"current": current.get(k), "target": target.get(k)}
@@ -38,6 +27,26 @@ def _changed(current: dict[str, Any], target: dict[str, Any]) -> dict[str, dict[
 
 def _only(current: list, target: list) -> dict[str, list]:
     return {"removed": [x for x in current if x not in target], "added": [x for x in target if x not in current]}
+
+
+def _figures(current: Any, target: Any, current_argv: list[str], target_argv: list[str]) -> dict[str, Any]:
+    """The sections of one engine's figures that differ: ``current``/``target`` have ``graph``, ``kv_cache``,
+    ``memory`` and ``engine_args`` (a :class:`Plan`, or one PD role's :class:`RolePlan`); ``*_argv`` its command."""
+    return {
+        "cudagraph_mode": _changed({"mode": current.graph.cudagraph_mode}, {"mode": target.graph.cudagraph_mode}),
+        "capture_sizes": {"current": current.graph.capture_sizes, "target": target.graph.capture_sizes,
+                          **_only(current.graph.capture_sizes, target.graph.capture_sizes)},
+        "kv": _changed({k: getattr(current.kv_cache, k) for k in KV_FIGURES},
+                       {k: getattr(target.kv_cache, k) for k in KV_FIGURES}),
+        "memory": _changed({k: getattr(current.memory, k) for k in MEMORY_TERMS},
+                           {k: getattr(target.memory, k) for k in MEMORY_TERMS}),
+        "engine_args": _changed(current.engine_args, target.engine_args),
+        "serve_command": _only(argument_units(current_argv), argument_units(target_argv)),
+    }
+
+
+#: The per-engine sections of :func:`_figures`, in the order the CLI prints them.
+FIGURE_SECTIONS = ("cudagraph_mode", "capture_sizes", "kv", "memory", "engine_args", "serve_command")
 
 
 def plan_diff(current: Plan | str, target: Plan | str, *, current_row: str, target_row: str) -> dict[str, Any]:
@@ -54,7 +63,10 @@ def plan_diff(current: Plan | str, target: Plan | str, *, current_row: str, targ
         ``kv`` (:data:`KV_FIGURES` that differ), ``memory`` (:data:`MEMORY_TERMS` that differ, bytes),
         ``engine_args`` (keys whose values differ), ``rules`` (release rules that differ, ``source`` left out),
         ``warnings`` (``added``/``removed``) and ``serve_command`` (argument units ``added``/``removed``, see
-        :func:`argument_units`). Unchanged sections are empty.
+        :func:`argument_units`). Unchanged sections are empty. A PD plan has the per-engine sections
+        (:data:`FIGURE_SECTIONS`) under ``roles`` (``{"prefill": {...}, "decode": {...}}``, each role's first
+        worker's command) and ``proxy_command``, instead of at the top level; ``rows``, ``rules`` and ``warnings``
+        stay deployment-wide.
     """
     out: dict[str, Any] = {
         "rows": {"current": current_row, "target": target_row},
@@ -64,16 +76,15 @@ def plan_diff(current: Plan | str, target: Plan | str, *, current_row: str, targ
     if isinstance(current, str) or isinstance(target, str):
         return out
     out["rows"]["engine"] = _changed(current.target.engine, target.target.engine)
-    out["cudagraph_mode"] = _changed({"mode": current.graph.cudagraph_mode}, {"mode": target.graph.cudagraph_mode})
-    out["capture_sizes"] = {"current": current.graph.capture_sizes, "target": target.graph.capture_sizes,
-                            **_only(current.graph.capture_sizes, target.graph.capture_sizes)}
-    out["kv"] = _changed({k: getattr(current.kv_cache, k) for k in KV_FIGURES},
-                         {k: getattr(target.kv_cache, k) for k in KV_FIGURES})
-    out["memory"] = _changed({k: getattr(current.memory, k) for k in MEMORY_TERMS},
-                             {k: getattr(target.memory, k) for k in MEMORY_TERMS})
-    out["engine_args"] = _changed(current.engine_args, target.engine_args)
     out["rules"] = _changed({k: v for k, v in current.rules.items() if k != "source"},
                             {k: v for k, v in target.rules.items() if k != "source"})
     out["warnings"] = _only(current.warnings, target.warnings)
-    out["serve_command"] = _only(argument_units(current.serve_command), argument_units(target.serve_command))
+    if current.roles is not None and target.roles is not None:
+        # A PD plan's top-level figures are the decode role's: each role is compared on its own (issue 25 row 6)
+        out["roles"] = {name: _figures(role, target.roles[name], role.workers[0].command,
+                                       target.roles[name].workers[0].command)
+                        for name, role in current.roles.items()}
+        out["proxy_command"] = _only(argument_units(current.proxy.command), argument_units(target.proxy.command))
+        return out
+    out.update(_figures(current, target, current.serve_command, target.serve_command))
     return out

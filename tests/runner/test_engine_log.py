@@ -116,3 +116,41 @@ def test_the_cause_of_a_benchmark_death_is_the_client_s_last_message_not_a_separ
         "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected\n", ""))
     assert engine_failure("engine died during the benchmark (/health answered 503)", log) == (
         f"engine died during the benchmark (/health answered 503): Error 9: Service Unavailable (log: {log})")
+
+
+def test_a_model_directory_gone_after_the_check_is_named_before_vllm_s_message(tmp_path):
+    """Issue 25 row 12: vLLM takes a --model that is no directory for a hub repo id, so the one line said
+    ``HFValidationError: Repo id must be …`` (or ``ValidationError … VllmConfig``), not that the path is gone."""
+    from ascendflow.runner.server import engine_failure, gone_model_path
+
+    log = tmp_path / "engine.log"
+    log.write_text("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+                   f"'namespace/repo_name': '{tmp_path}/model'. Use `repo_type` argument if needed.\n")
+    argv = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", str(tmp_path / "model"), "--port", "1"]
+    assert gone_model_path(argv) == str(tmp_path / "model")
+    assert engine_failure("engine exited with code 1 before it was healthy", log, argv) == (
+        f"engine exited with code 1 before it was healthy: the model directory {tmp_path}/model is gone: it was "
+        "removed, moved or unmounted after the run checked it; put it back (or point model.path at a copy) and run "
+        "again (vLLM: HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+        f"'{tmp_path}/model'. Use `repo_type` argument if needed.) (log: {log})")
+    (tmp_path / "model").mkdir()  # present: vLLM's own message alone, as before
+    assert engine_failure("engine died", log, argv) == (
+        "engine died: HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+        f"'{tmp_path}/model'. Use `repo_type` argument if needed. (log: {log})")
+    # A hub id is never taken for a missing path
+    assert gone_model_path(["vllm", "--model", "HuggingFaceTB/SmolLM2-135M-Instruct"]) is None
+    assert gone_model_path(["vllm", "--port", "1"]) is None
+
+
+def test_an_exception_quoted_in_brackets_leaves_the_brackets_out():
+    """Issue 25 row 10: the rehearsal's error line ended ``No module named 'vllm')`` — Python's own ``-m`` message
+    for a missing module (the real interpreter's output here, for a module that exists nowhere)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-I", "-m", "vllm_absent_module.api_server"], capture_output=True,
+                         text=True, timeout=60).stderr
+    assert out.endswith(": Error while finding module specification for 'vllm_absent_module.api_server' "
+                        "(ModuleNotFoundError: No module named 'vllm_absent_module')\n"), out
+    assert failure_cause(out) == "ModuleNotFoundError: No module named 'vllm_absent_module'"
+    assert failure_cause("ValueError: bad value (see x)") == "ValueError: bad value (see x)"  # balanced: kept

@@ -48,8 +48,13 @@ def test_single_node_pd_rehearsal_keeps_shape_and_ports_and_swaps_the_connector(
     assert node0.count("--kv-cache-memory-bytes 134217728") == 2 and node0.count("--port 1370") == 2
     assert "MooncakeConnectorV1" not in node0 and "ASCEND_RT_VISIBLE_DEVICES" not in node0
     diff = argv_diff(plan, swapped).splitlines()
-    assert diff.count("--- original/node0 (%s)" % plan.plan_hash) == 2
-    assert "+--kv-cache-memory-bytes" in diff and "-FULL_DECODE_ONLY" not in diff  # compilation config dropped whole
+    # Issue 25 row 10: both roles were headed original/node0
+    assert [line for line in diff if line.startswith(("--- ", "+++ "))] == [
+        f"--- original/prefill/node0 ({plan.plan_hash})", f"+++ rehearsed/prefill/node0 ({swapped.plan_hash})",
+        f"--- original/decode/node0 ({plan.plan_hash})", f"+++ rehearsed/decode/node0 ({swapped.plan_hash})"]
+    assert diff.count("+--kv-cache-memory-bytes 134217728") == 2
+    assert ('---compilation-config {"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4,8,16]}'
+            in diff)  # the decode role's compilation config dropped whole
 
 
 def test_single_node_rehearsal_has_a_device_per_engine_of_every_instance():
@@ -159,3 +164,47 @@ def test_rehearsed_scripts_bare_python_is_this_interpreter_without_the_venv_on_p
         out = subprocess.run(["bash", "-c", f'{python} -c "{probe}"'], env=env, capture_output=True, text=True,
                              check=True).stdout
         assert out == f"{sys.prefix} True\n"
+
+
+def test_waiting_for_the_proxy_goes_on_counting_and_names_it(tmp_path):
+    """Issue 25 row 10: after the endpoints' wait the counter restarted ("waiting for 1 PD endpoint(s)' /health …
+    0 s") for the proxy. A real HTTP server that starts answering after 1.5 s; a real process beside it."""
+    import http.server
+    import sys
+    import threading
+    import time
+
+    from ascendflow.rehearsal.pd_nodes import _wait_healthy
+    from ascendflow.runner.process import ManagedProcess
+    from ascendflow.runner.server import free_port
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    port = free_port()
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def serve() -> None:  # bound only now: until then the port refuses connections
+        servers.append(http.server.ThreadingHTTPServer(("127.0.0.1", port), Health))
+        servers[0].serve_forever()
+
+    timer = threading.Timer(1.5, serve)
+    lines: list[str] = []
+    with ManagedProcess([sys.executable, "-c", "import time; time.sleep(60)"], {}, tmp_path / "p.log", 5) as proc:
+        timer.start()
+        try:
+            since = time.monotonic() - 200  # the endpoints took 200 s
+            took = _wait_healthy([f"http://127.0.0.1:{port}/health"], {"node 0": proc}, 60, lines.append,
+                                 "the proxy", since)
+        finally:
+            timer.cancel()  # a wait that failed before the server started
+            if servers:
+                servers[0].shutdown()
+            timer.join()
+    assert lines and all(line.startswith("waiting for /health of the proxy … ") for line in lines), lines
+    assert all(int(line.split("… ")[1].split(" ")[0]) >= 200 for line in lines) and took >= 201

@@ -42,12 +42,16 @@ def test_rehearsal_keeps_nodes_and_launcher(recipe, launcher, tp, pp, dp):
 
 def test_argv_diff_names_every_changed_argument():
     plan, rehearsed = _plans("deepseek_r1")
-    diff = argv_diff(plan, rehearsed)
-    assert diff.count("--- original/node") == 2
-    for line in ("-${ASCENDFLOW_MODEL_PATH}", "---enable-expert-parallel", "-${ASCENDFLOW_NODE0_IP}", "+127.0.0.1",
-                 "-16384", "+1024", "+--kv-cache-memory-bytes"):
-        assert line in diff.splitlines(), line
-    assert "+--headless" not in diff  # the node roles are the original's
+    diff = argv_diff(plan, rehearsed).splitlines()
+    assert [line for line in diff if line.startswith(("--- ", "+++ "))] == [
+        f"--- original/node0 ({plan.plan_hash})", f"+++ rehearsed/node0 ({rehearsed.plan_hash})",
+        f"--- original/node1 ({plan.plan_hash})", f"+++ rehearsed/node1 ({rehearsed.plan_hash})"]
+    # Issue 25 row 10: each changed value with its flag (the hunks were bare values: "-16384", "+1024")
+    for line in ("-${ASCENDFLOW_MODEL_PATH}", "---enable-expert-parallel", "---max-model-len 16384",
+                 "+--max-model-len 1024", "---data-parallel-address ${ASCENDFLOW_NODE0_IP}",
+                 "+--data-parallel-address 127.0.0.1", "+--kv-cache-memory-bytes 67108864"):
+        assert line in diff, line
+    assert not any(line.startswith("+--headless") for line in diff)  # the node roles are the original's
 
 
 def test_refusals_say_what_and_how():

@@ -1,5 +1,5 @@
-"""What every launcher shares (pure): the server entry point, engine arguments as CLI flags, and the shell quoting
-and launch-time reference guard of the generated scripts. Each launcher module (:mod:`.multinode_dp`, :mod:`.nnodes`,
+"""What every launcher shares (pure): the server entry point, engine arguments as CLI flags, the shell quoting
+and launch-time reference guard of the generated scripts, and a command as argument units (for diffs). Each launcher module (:mod:`.multinode_dp`, :mod:`.nnodes`,
 :mod:`.ray_cluster`, :mod:`.lws`) and :mod:`.scripts` import from here; this module imports none of them.
 """
 
@@ -109,3 +109,15 @@ def ref_guard(refs: list[str]) -> list[str]:
     lines = ["# Values the config did not give: set them before launching (the script stops if one is missing)."]
     lines += [f': "${{{r}:?set {r} ({_ref_hint(r)})}}"' for r in refs]
     return lines + [""]
+
+
+def argument_units(argv: list[str]) -> list[str]:
+    """A launch command as units: ``--flag value...`` joined by a space, positional words alone
+    (``["vllm", "serve", "/m", "--max-model-len 16384", "--enforce-eager"]``)."""
+    units: list[str] = []
+    for word in argv:
+        if word.startswith("--") or not units or not units[-1].startswith("--"):
+            units.append(word)
+        else:
+            units[-1] += f" {word}"
+    return units

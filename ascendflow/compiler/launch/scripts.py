@@ -53,7 +53,11 @@ def preflight_script(plan: Plan) -> str:
     multi-node plans the HCCS/RoCE links of every device (``hccn_tool -i N -link -g`` and ``-net_health -g``).
     """
     row = plan.target.engine
-    devices = max(len(w.devices) for w in plan.workers)
+    # The most devices one node's workers use (a node may run several workers: DP ranks, PD instances)
+    per_node: dict[int, int] = {}
+    for w in plan.workers:
+        per_node[w.node_rank] = per_node.get(w.node_rank, 0) + len(w.devices)
+    devices = max(per_node.values())
     want = {"vllm": row["vllm"], "vllm-ascend": row["vllm_ascend"], "torch": row["torch"],
             "torch-npu": row["torch_npu"]}
     pip = f"pip install vllm=={row['vllm']} && pip install vllm-ascend=={row['vllm_ascend']}"
@@ -73,10 +77,14 @@ def preflight_script(plan: Plan) -> str:
         f'|| grep -rqs "{row["cann"]}" "$ASCEND_TOOLKIT_HOME/version.cfg" '
         f'|| echo "preflight: warning: CANN {row["cann"]} not found in $ASCEND_TOOLKIT_HOME" >&2',
         "",
-        f"# 2. At least {devices} NPUs visible.",
+        f"# 2. At least {devices} devices visible: the devices the runtime numbers (ASCEND_RT_VISIBLE_DEVICES"
+        f" 0-{devices - 1} in launch/node<k>.sh),",
+        "#    counted by torch_npu (torch.npu.device_count(), CANN aclrtGetDeviceCount). Not npu-smi's NPU IDs, which",
+        "#    may count packages: an Atlas A3's 16 devices are 8 910C packages of two dies (its docs write 128G x 8).",
         "command -v npu-smi >/dev/null || fail \"npu-smi not found: install the Ascend driver\"",
-        "found=$(npu-smi info -l | grep -c 'NPU ID' || true)",
-        f'[ "$found" -ge {devices} ] || fail "$found NPUs visible, the plan needs {devices} per node"',
+        "found=$(python3 -c 'import torch, torch_npu; print(torch.npu.device_count())' 2>/dev/null || echo 0)",
+        f'[ "$found" -ge {devices} ] || fail "$found devices visible to torch_npu (0 also when torch_npu does not '
+        f'import: see check 3), the plan needs {devices} per node (devices 0-{devices - 1})"',
         "",
         "# 3. Installed versions equal the plan's row.",
         "python3 - <<'PY' || exit 1",

@@ -9,10 +9,12 @@ fail() { echo "preflight: $*" >&2; exit 1; }
 [ -n "${ATB_HOME_PATH:-}" ] || fail "NNAL not sourced (libatb.so: cannot open shared object file): source /usr/local/Ascend/nnal/atb/set_env.sh"
 grep -q "9.1.0" "$ASCEND_TOOLKIT_HOME"/*/ascend_toolkit_install.info 2>/dev/null || grep -rqs "9.1.0" "$ASCEND_TOOLKIT_HOME/version.cfg" || echo "preflight: warning: CANN 9.1.0 not found in $ASCEND_TOOLKIT_HOME" >&2
 
-# 2. At least 8 NPUs visible.
+# 2. At least 8 devices visible: the devices the runtime numbers (ASCEND_RT_VISIBLE_DEVICES 0-7 in launch/node<k>.sh),
+#    counted by torch_npu (torch.npu.device_count(), CANN aclrtGetDeviceCount). Not npu-smi's NPU IDs, which
+#    may count packages: an Atlas A3's 16 devices are 8 910C packages of two dies (its docs write 128G x 8).
 command -v npu-smi >/dev/null || fail "npu-smi not found: install the Ascend driver"
-found=$(npu-smi info -l | grep -c 'NPU ID' || true)
-[ "$found" -ge 8 ] || fail "$found NPUs visible, the plan needs 8 per node"
+found=$(python3 -c 'import torch, torch_npu; print(torch.npu.device_count())' 2>/dev/null || echo 0)
+[ "$found" -ge 8 ] || fail "$found devices visible to torch_npu (0 also when torch_npu does not import: see check 3), the plan needs 8 per node (devices 0-7)"
 
 # 3. Installed versions equal the plan's row.
 python3 - <<'PY' || exit 1
