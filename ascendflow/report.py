@@ -145,6 +145,7 @@ def engine_arg_rows(plan: Plan) -> dict[str, str]:
             " (planned; not written, vLLM picks it)"
     if plan.extra_args:
         rows["extra args"] = " ".join(plan.extra_args) + " (engine.extra_args, on every vllm serve)"
+    return rows
 
 
 #: What a PD plan's top-level prediction is: ``predict`` runs on the plan's top-level engine (the decode role's
