@@ -36,8 +36,12 @@ def test_a_given_nic_is_used_by_the_prefill_role_too():
         "enp189s0f0"
 
 
-def test_single_node_pd_sets_no_socket_interface():
-    assert "HCCL_SOCKET_IFNAME" not in _plan("qwen3_8b_pd_single_node").roles["prefill"].env
+def test_single_node_pd_sets_the_socket_interface_too():
+    """vllm-ascend's single-node PD tutorial exports the socket variables per engine (v0.25.1rc1
+    ``pd_disaggregation_mooncake_single_node.md``), so a single-node PD plan's roles get them as well."""
+    env = _plan("qwen3_8b_pd_single_node").roles["prefill"].env
+    assert {k: env[k] for k in ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")} == {
+        k: "${ASCENDFLOW_NIC}" for k in ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")}
 
 
 def test_the_a3_preflight_counts_the_16_devices_the_scripts_use():

@@ -57,12 +57,13 @@ def test_eagle3_draft_weights_and_kv_join_the_plan():
     assert draft == 509_511_680
     assert plan.memory.draft_weights_bytes == draft
     assert plan.memory.weights_bytes == base.memory.weights_bytes + draft == 16_891_588_608
-    assert plan.memory.kv_cache_bytes == base.memory.kv_cache_bytes - draft == 41_002_312_499
+    # (at vLLM's default max_num_seqs, 256, whose activation the plan counts)
+    assert plan.memory.kv_cache_bytes == base.memory.kv_cache_bytes - draft == 40_856_453_939
     # The draft's attention layer (index 64) joins the target's full-attention group: 65 pages of
     # 2 KV heads × 128 × 2 (K, V) × 2 B × 128 tokens per block.
     [group] = plan.kv_cache.groups
     assert group["layers"] == list(range(65)) and group["page_bytes"] == 65 * 131072 == 8_519_680
-    assert (base.kv_cache.num_blocks, plan.kv_cache.num_blocks) == (4948, 41_002_312_499 // 8_519_680) == (4948, 4812)
+    assert (base.kv_cache.num_blocks, plan.kv_cache.num_blocks) == (4931, 40_856_453_939 // 8_519_680) == (4931, 4795)
     args = _parsed(plan)
     assert args.speculative_config == {"method": "eagle3", "num_speculative_tokens": 3, "model": EAGLE3}
     assert "draft_weights_bytes" not in base.memory.model_dump()
@@ -93,7 +94,7 @@ def test_the_older_keys_are_aliases_of_speculative_config():
 @pytest.mark.parametrize(("overrides", "message"), [
     (["hardware.software=vllm-ascend-0.11.0", "engine.speculative_config={method:suffix,num_speculative_tokens:2}"],
      "engine.speculative_config.method='suffix': vllm-ascend-0.11.0 does not run it (vllm_ascend/spec_decode/"
-     "__init__.py get_spec_decode_method); methods there: deepseek_mtp, eagle, eagle3, ngram"),
+     "__init__.py get_spec_decode_method); methods there: mtp, deepseek_mtp, eagle, eagle3, ngram"),
     (["hardware.software=vllm-ascend-0.13.0",
       "engine.speculative_config={method:qwen3_5_mtp,num_speculative_tokens:1}"],
      "engine.speculative_config.method='qwen3_5_mtp': vllm-ascend-0.13.0 does not run it (vllm_ascend/spec_decode/"

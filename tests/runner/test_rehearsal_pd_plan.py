@@ -53,8 +53,10 @@ def test_single_node_pd_rehearsal_keeps_shape_and_ports_and_swaps_the_connector(
         f"--- original/prefill/node0 ({plan.plan_hash})", f"+++ rehearsed/prefill/node0 ({swapped.plan_hash})",
         f"--- original/decode/node0 ({plan.plan_hash})", f"+++ rehearsed/decode/node0 ({swapped.plan_hash})"]
     assert diff.count("+--kv-cache-memory-bytes 134217728") == 2
-    assert ('---compilation-config {"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4,8,16]}'
-            in diff)  # the decode role's compilation config dropped whole
+    decode = plan.roles["decode"].graph  # vLLM's default max_num_seqs (256): the decode role captures up to it
+    assert decode.capture_sizes[-1] == 256
+    assert ('---compilation-config {"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":['
+            + ",".join(map(str, decode.capture_sizes)) + "]}") in diff  # the decode role's compilation config dropped
 
 
 def test_single_node_rehearsal_has_a_device_per_engine_of_every_instance():
