@@ -12,7 +12,6 @@ Launch conventions (vllm-ascend v0.25.1rc1): ``examples/external_online_dp/launc
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ascendflow.compiler.checks.pd import (check_decode_capacity, check_kv_ports, check_kv_transfer,
                                           check_listen_ports, check_prefill_capacity, check_proxy, check_roles, dp_ranks_per_node,
@@ -26,7 +25,7 @@ from ascendflow.compiler.launch.pd_workers import PDLauncher
 from ascendflow.compiler.launch.scripts import launch_scripts
 from ascendflow.compiler.placement.idle import idle_warning
 from ascendflow.compiler.plan import Plan, RolePlan, plan_hash
-from ascendflow.platforms import HostFacts, platform_for
+from ascendflow.platforms import HostFacts
 from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.ascend import AdditionalConfig
 from ascendflow.schema.checkpoint import CheckpointInventory
@@ -57,7 +56,8 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str, hos
         ConfigError: every refusal of :func:`compile_colocated` per role, and the PD consistency and sizing checks.
     """
     if not spec.pd.enabled:
-        return _colocated(spec, arch, model_path, host, checkpoint, None, draft)
+        return compile_colocated(spec, arch, model_path=model_path, host=host, checkpoint=checkpoint,
+                                 draft=draft)
     pd, hw = spec.pd, spec.hardware
     specs = {name: _role_spec(spec, getattr(pd, name)) for name in ROLES}
     check_roles(pd, hw.devices_per_node, specs["prefill"].engine.num_speculative_tokens,
@@ -131,13 +131,6 @@ def _listeners(pd: PDSpec, roles: dict[str, RolePlan], node_of: dict[str, int], 
     return out
 
 
-def _colocated(spec: RunSpec, arch: ModelArchitecture, model_path: str, host: HostFacts,
-               checkpoint: CheckpointInventory | None, role: str | None, draft: ModelArchitecture | None) -> Plan:
-    """:func:`compile_colocated` of one co-located instance (``role``: the PD role it is an instance of, or ``None``)."""
-    return compile_colocated(spec, arch, model_path=model_path, host=host, checkpoint=checkpoint, role=role,
-                             draft=draft)
-
-
 def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, model_path: str, host: HostFacts,
                   checkpoint: CheckpointInventory | None, draft: ModelArchitecture | None) -> Plan:
     """:func:`compile_colocated` of one instance of role ``name``; a refusal of a key the role sets names the role's key
@@ -147,7 +140,8 @@ def _compile_role(spec: RunSpec, arch: ModelArchitecture, name: str, model_path:
         ConfigError: the instance's refusal, its key mapped to the role's where the role holds it.
     """
     try:
-        return _colocated(spec, arch, model_path, host, checkpoint, name, draft)
+        return compile_colocated(spec, arch, model_path=model_path, host=host, checkpoint=checkpoint, role=name,
+                                 draft=draft)
     except ConfigError as error:
         group, _, field = error.key.partition(".")
         if group in ("engine", "parallel", "graph") and field in RoleSpec.model_fields:
@@ -212,7 +206,7 @@ def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dic
                first_node: int, first_device: int) -> tuple[RolePlan, int, int]:
     """Workers, ``--kv-transfer-config`` and endpoints of every instance of ``role``; returns the next free node and
     (single-node PD) the next free device."""
-    pd, hw = spec.pd, spec.hardware
+    pd = spec.pd
     per_node = dp_ranks_per_node(role, name)
     tp = role.tensor_parallel_size
     workers, configs, ranges, endpoints, nodes = [], [], [], [], []

@@ -3,7 +3,6 @@ model dtype the device does not compute in, an ``--kv-cache-dtype`` vllm-ascend 
 
 from __future__ import annotations
 
-from ascendflow.schema.architecture import ModelArchitecture
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.spec import RunSpec
 from ascendflow.platforms import platform_for

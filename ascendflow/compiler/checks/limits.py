@@ -62,7 +62,7 @@ def resolve_limits(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, d
             off, explicit value) below ``max_model_len``, a workload longer than the context, a block size the device
             does not support.
     """
-    hw, eng, par = spec.hardware, spec.engine, spec.parallel
+    eng, par = spec.engine, spec.parallel
     check_rope_spelling(rules, spec.model.hf_overrides)
     limit, formula = derived_max_len(arch, rules)
     max_model_len = eng.max_model_len or limit
