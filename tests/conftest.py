@@ -75,6 +75,7 @@ def plan_for(overrides: list[str], host_memory_bytes: int = 16 * 2**30):
                               host=HostFacts(cpu_memory_bytes=host_memory_bytes), checkpoint=model.checkpoint)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads xdist_group to suffix the node ids
 def pytest_collection_modifyitems(config, items):
     """``engine`` and its older alias ``e2e`` mark the same tests: each is added wherever the other is. Engine tests
     also go into one ``xdist_group`` (``engine``): under ``pytest -n 2 --dist loadgroup`` (``.ci/run``) they run one
@@ -96,3 +97,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.unit)
     if getattr(config.option, "numprocesses", None):  # under xdist the engine group, the longest unit, goes first
         items[:] = sorted(items, key=lambda item: item.get_closest_marker("engine") is None)
+
+
+def pytest_collection_finish(session):
+    """Under ``--dist loadgroup`` every engine test's node id must carry xdist's ``@engine`` suffix, or xdist
+    schedules engine tests on both workers at once (two engines on 2 cores: timing asserts fail, as in the CI log of
+    2026-12-03). pytest 9 broke the suffix (xdist 3.8 writes ``item._nodeid``; pytest 9 reads ``Node._id``):
+    ``pyproject.toml`` pins pytest 8; this check stops the run at collection if the grouping is lost again.
+
+    Raises:
+        pytest.UsageError: an engine test without the suffix under ``--dist loadgroup``.
+    """
+    if not session.config.getoption("loadgroup", default=False):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("engine") is not None and not item.nodeid.endswith("@engine")]
+    if lost:
+        raise pytest.UsageError(f"--dist loadgroup: {len(lost)} engine tests lack xdist's '@engine' group suffix "
+                                f"(e.g. {lost[0]}): pytest {pytest.__version__} and pytest-xdist disagree on node "
+                                f"ids; install the test extra's pinned pytest (pip install -e '.[test]')")

@@ -28,7 +28,9 @@ def test_failed_job_is_a_failed_child_and_the_sweep_goes_on_then_compare(tmp_pat
     proc = run_ascendflow(["-m", "engine.max_model_len=2048,9000", *TINY], cwd=tmp_path,
                           env={"MLFLOW_TRACKING_URI": mlflow_uri})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "engine.max_model_len=9000: exceeds the model's max_position_embeddings (8192)" in proc.stderr
+    assert ("error: engine.max_model_len=9000: exceeds the model's maximum length 8192 = max_position_embeddings 8192 "
+            "(vLLM _get_and_verify_max_len refuses it at start); lower it, or lengthen the model with "
+            "model.hf_overrides (rope scaling, max_position_embeddings), written as --hf-overrides") in proc.stderr
     parent, children = _split(mlflow_runs(mlflow_uri))
     status = {c.info.run_name: c.info.status for c in children}
     assert status == {"engine.max_model_len=2048": "FINISHED", "engine.max_model_len=9000": "FAILED"}
