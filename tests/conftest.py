@@ -20,6 +20,20 @@ CLI_TIER = REPO / "tests" / "cli"
 if (REPO / ".venv-msmodelslim" / "bin" / "python").exists():
     os.environ.setdefault("ASCENDFLOW_MSMODELSLIM_PYTHON", str(REPO / ".venv-msmodelslim" / "bin" / "python"))
 
+#: Engine tests run in two lanes under ``pytest -n 2 --dist loadgroup`` (``.ci/run``), each an xdist group, one
+#: engine test after another within a lane: lane ``engine`` (queued first, on one worker from the start) holds the
+#: files whose engines use fixed ports (rehearsal's --master-port 29501 and --data-parallel-rpc-port 13389, PD's KV
+#: ports, Ray's GCS port 6379) and the heaviest single files; lane ``engine_late`` (queued last) is taken by the other
+#: worker once it has run the unit and CLI tiers. The lanes were balanced on the CI log of 2026-12-03 (per-test
+#: durations); serialising every engine test on one worker left the other idle for most of the suite.
+EARLY_LANE = frozenset({"test_rehearsal.py", "test_rehearsal_pd.py", "test_cluster_sweeps.py", "test_orphans.py",
+                        "test_report.py", "test_profile_run.py", "test_serve_checkpoint.py", "test_tiny_deepseek.py"})
+# Two engines at once must not share one core: vLLM's CPU worker binds its OpenMP threads to the last core of the NUMA
+# node under VLLM_CPU_OMP_THREADS_BIND=auto (vllm/utils/ompmultiprocessing.py, _get_autobind_cpu_ids), the same core
+# for every engine. Under xdist the lanes' engines are left to the OS scheduler instead.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+
 GROUPS = ("hardware", "model", "parallel", "quantization", "engine", "graph", "ascend", "workload", "tracking", "run",
           "pd")
 
@@ -78,11 +92,12 @@ def plan_for(overrides: list[str], host_memory_bytes: int = 16 * 2**30):
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads xdist_group to suffix the node ids
 def pytest_collection_modifyitems(config, items):
     """``engine`` and its older alias ``e2e`` mark the same tests: each is added wherever the other is. Engine tests
-    also go into one ``xdist_group`` (``engine``): under ``pytest -n 2 --dist loadgroup`` (``.ci/run``) they run one
-    after another on one worker (one engine at a time, as timed on 2 cores; fixed ports, vLLM's compile cache and the
-    model cache are never contended between two engines) while the other worker runs the unit and CLI tiers; the
-    group is queued first, as it is the longest. Tests under ``tests/cli/`` get the ``cli`` marker, the rest that is
-    not ``engine`` the ``unit`` marker."""
+    go into one of two ``xdist_group`` lanes (:data:`EARLY_LANE`): under ``pytest -n 2 --dist loadgroup``
+    (``.ci/run``) each lane runs its engine tests one after another on one worker, so at most two engines run at once
+    and never two with the same fixed ports; lane ``engine`` is queued first, the unit and CLI tiers next, lane
+    ``engine_late`` last. Engine-tier tests marked ``no_vllm`` (tracking servers, the MLflow UI, plan-mode cluster
+    sweeps: no vLLM engine, nothing timed) stay out of the lanes. Tests under ``tests/cli/`` get the ``cli`` marker,
+    the rest that is not ``engine`` the ``unit`` marker."""
     for item in items:
         names = {m.name for m in item.iter_markers()}
         if "engine" in names and "e2e" not in names:
@@ -90,13 +105,21 @@ def pytest_collection_modifyitems(config, items):
         elif "e2e" in names and "engine" not in names:
             item.add_marker(pytest.mark.engine)
         if names & {"engine", "e2e"}:
-            item.add_marker(pytest.mark.xdist_group("engine"))
+            if "no_vllm" not in names:
+                lane = "engine" if Path(str(item.fspath)).name in EARLY_LANE else "engine_late"
+                item.add_marker(pytest.mark.xdist_group(lane))
         elif CLI_TIER in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.cli)
         else:
             item.add_marker(pytest.mark.unit)
-    if getattr(config.option, "numprocesses", None):  # under xdist the engine group, the longest unit, goes first
-        items[:] = sorted(items, key=lambda item: item.get_closest_marker("engine") is None)
+    if getattr(config.option, "numprocesses", None):  # under xdist: lane ``engine`` first, ``engine_late`` last
+        items[:] = sorted(items, key=_queue_position)
+
+
+def _queue_position(item) -> int:
+    """0 for lane ``engine``, 2 for lane ``engine_late``, 1 for the rest (xdist queues work in collection order)."""
+    groups = {m.args[0] for m in item.iter_markers("xdist_group") if m.args}
+    return 0 if "engine" in groups else 2 if "engine_late" in groups else 1
 
 
 def pytest_collection_finish(session):
@@ -110,9 +133,9 @@ def pytest_collection_finish(session):
     """
     if not session.config.getoption("loadgroup", default=False):
         return
-    lost = [item.nodeid for item in session.items
-            if item.get_closest_marker("engine") is not None and not item.nodeid.endswith("@engine")]
+    lost = [item.nodeid for item in session.items if item.get_closest_marker("engine") is not None
+            and item.get_closest_marker("no_vllm") is None and not item.nodeid.endswith(("@engine", "@engine_late"))]
     if lost:
-        raise pytest.UsageError(f"--dist loadgroup: {len(lost)} engine tests lack xdist's '@engine' group suffix "
+        raise pytest.UsageError(f"--dist loadgroup: {len(lost)} engine tests lack xdist's '@engine' or '@engine_late' group suffix "
                                 f"(e.g. {lost[0]}): pytest {pytest.__version__} and pytest-xdist disagree on node "
                                 f"ids; install the test extra's pinned pytest (pip install -e '.[test]')")

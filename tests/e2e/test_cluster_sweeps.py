@@ -139,6 +139,7 @@ def test_ray_sweep_serves_two_jobs_one_at_a_time_in_ray_workers(tmp_path):
     assert cluster_processes(tmp_path) == before
 
 
+@pytest.mark.no_vllm  # plan-mode jobs and a tracking server, no vLLM engine
 def test_submitit_local_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_path):
     before = cluster_processes(tmp_path)
     proc = run_ascendflow(["-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=3", *SWEEP],
@@ -148,6 +149,7 @@ def test_submitit_local_sweep_nests_two_jobs_in_the_sweeps_tracking_server(tmp_p
     check_sweep(tmp_path, before)
 
 
+@pytest.mark.no_vllm  # plan-mode jobs and a tracking server, no vLLM engine
 def test_single_run_starts_and_stops_its_own_tracking_server(tmp_path):
     before = cluster_processes(tmp_path)
     proc = run_ascendflow(["tracking=server", "run.mode=plan"], cwd=tmp_path, timeout=300)

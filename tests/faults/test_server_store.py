@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import run_ascendflow
 from tests.e2e.helpers import mlflow_runs, wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.no_vllm]  # tracking server and UI, no vLLM engine
 
 
 def _server_processes(root: Path) -> list[str]:
