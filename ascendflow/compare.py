@@ -130,6 +130,8 @@ def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) 
         .replace("tags.mlflow.runName", "run"))
     if "tags.capacity.pruned" in runs.columns:  # a capacity sweep with slo.measure_top: which configs were measured
         table.insert(2, "measured", ~(runs["tags.capacity.pruned"].fillna("false") == "true"))
+    if "tags.measurement.contention" in runs.columns:  # issue 25 row 9: its *_rel_error are not the model's
+        table.insert(2, "contended", runs["tags.measurement.contention"].fillna("false") == "true")
 
     out_dir = out_dir or Path.cwd() / "outputs" / "compare" / parent.info.run_id
     out_dir.mkdir(parents=True, exist_ok=True)

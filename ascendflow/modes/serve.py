@@ -5,6 +5,7 @@ from __future__ import annotations
 from ascendflow import console
 from ascendflow.compiler import Plan
 from ascendflow.modes.base import Job, Mode, Outcome
+from ascendflow.runner.contention import contention_tags
 from ascendflow.runner.local import serve_and_benchmark
 from ascendflow.runner.neighbours import concurrency_warning
 from ascendflow.runner.versions import verify_installed
@@ -32,7 +33,14 @@ class ServeMode(Mode):
             with console.step("serve + benchmark (vLLM server, vLLM's benchmark client)") as update:
                 result = serve_and_benchmark(plan, job.spec, job.run_dir, update, job.secrets)
         outcome = Outcome(plan, result)
+        contention = result.get("contention") or {}
+        engines = len(contention.get("other_engines") or [])
         if others := result.get("concurrent_engines"):  # the machine was shared while it measured
-            outcome.tags["concurrent_engines"] = str(len(others))
             outcome.warnings.append(concurrency_warning(set(others)))
+        if others or engines:  # ascendflow runs by their run directory; any user's vLLM engine by its command line
+            outcome.tags["concurrent_engines"] = str(max(len(others or []), engines))
+        if contention:  # issue 25 row 9: a contended measurement says so, and its prediction error is not compared
+            outcome.tags.update(contention_tags(contention, bool((plan.performance or {}).get("predicted"))))
+            if contention["contended"]:
+                outcome.warnings.append(contention["line"])
         return outcome
