@@ -231,3 +231,46 @@ def test_a_quiet_run_keeps_its_prediction_error(tmp_path):
     assert rows["host (benchmark)"] == ("load 1.9 on 2 cores (0.4 before the engine started), other processes used "
                                         "0.03 of 2 cores over 40 s — not contended")
     assert rows["perf model"] == f"predicted {pred['output_throughput']:.0f} tok/s (+100 %)"
+
+
+def test_compare_flags_a_contended_run_and_fit_leaves_it_out(tmp_path, mlflow_uri):
+    """Two sweep jobs recorded as the job records them (its tags and ``result.json`` metrics) in a real SQLite
+    store: ``ascendflow.compare`` flags the contended one and shows no model error for it; ``perfmodel.fit``'s reader
+    leaves it out with the reason."""
+    from mlflow.tracking import MlflowClient
+
+    from ascendflow.compare import compare
+    from ascendflow.perfmodel.fit import read_rows
+
+    plan = _predicted_plan()
+    pred = plan.performance["predicted"]
+    client = MlflowClient(tracking_uri=mlflow_uri)
+    exp = client.create_experiment("shared-host", artifact_location=(tmp_path / "artifacts").as_uri())
+    parent = client.create_run(exp, tags={"ascendflow.sweep": "parent", "sweep.keys": "engine.max_num_seqs"})
+    (tmp_path / "plan.json").write_text(plan.to_json())
+    ids = {}
+    for name, c in (("engine.max_num_seqs=8", verdict(2, 40.0, 0.03, 0.0, 70.0, 0.4, 1.9, [], [])),
+                    ("engine.max_num_seqs=16", _contended())):
+        run = client.create_run(exp, run_name=name, tags={"mlflow.parentRunId": parent.info.run_id})
+        ids[name] = run.info.run_id
+        outcome = {"benchmark": {"completed": 8, "output_throughput": pred["output_throughput"] / 2},
+                   "contention": c.to_json()}
+        for k, v in result_record(plan, outcome)["metrics"].items():
+            client.log_metric(run.info.run_id, k, v)
+        client.log_param(run.info.run_id, "engine.max_num_seqs", name.split("=")[1])
+        for k, v in contention_tags(c.to_json(), True).items():
+            client.set_tag(run.info.run_id, k, v)
+        client.log_artifact(run.info.run_id, str(tmp_path / "plan.json"))
+        client.set_terminated(run.info.run_id, "FINISHED")
+    client.set_terminated(parent.info.run_id, "FINISHED")
+
+    table, _, _ = compare(None, mlflow_uri, tmp_path / "cmp")
+    assert table[["run", "contended"]].values.tolist() == [["engine.max_num_seqs=8", False],
+                                                           ["engine.max_num_seqs=16", True]]
+    errors = table["output_throughput_rel_error"].tolist()
+    assert errors[0] == 1.0 and errors[1] != errors[1]  # NaN: the contended run logged no model error
+
+    _, skipped = read_rows(mlflow_uri, "shared-host", None)
+    reason = client.get_run(ids["engine.max_num_seqs=16"]).data.tags["measurement.contention_reason"]
+    assert f"{ids['engine.max_num_seqs=16']}: measured under contention (measurement.contention: {reason})" in skipped
+    assert not any(s.startswith(ids["engine.max_num_seqs=8"] + ": measured under contention") for s in skipped)
