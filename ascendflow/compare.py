@@ -1,13 +1,14 @@
 """``python -m ascendflow.compare [EXPERIMENT | PARENT_RUN_ID]``: compare the runs of a sweep.
 
 Prints the parameters that vary across the sweep's child runs beside the key metrics (capacity at the SLO for a
-``+sweep=capacity`` sweep: req/s, the load, goodput, whether the SLO was met; output tokens/s, requests/s,
-TTFT and TPOT median and p99 in ms, predicted vs reported KV tokens and their error, the
-performance model's predicted throughput/TPOT/TTFT and their ``*_rel_error``), writes ``comparison.csv`` and a
-Pareto plot (output throughput against p99 TTFT, the front marked) as ``pareto.png``, and logs both as artifacts of
-the sweep's parent run. PD runs (one per deployment, params ``prefill.*`` / ``decode.*``) also get their roles side by
-side, a row per role (``roles.csv``); a PD run's own id is a target too. Default target: the latest sweep in the
-store. Uses ``mlflow.search_runs``.
+``+sweep=capacity`` sweep: req/s, the load, goodput, whether the SLO was met; output tokens/s, requests/s, TTFT and TPOT
+median and p99 in ms, predicted vs reported KV tokens and their error, the performance model's predicted
+throughput/TPOT/TTFT and their ``*_rel_error``; a ``contended`` column when runs were judged for contention, a contended
+run having no ``*_rel_error``: ``ascendflow.runner.contention``), writes ``comparison.csv`` and a Pareto plot (output
+throughput against p99 TTFT, the front marked) as ``pareto.png``, and logs both as artifacts of the sweep's parent run.
+PD runs (one per deployment, params ``prefill.*`` / ``decode.*``) also get their roles side by side, a row per role
+(``roles.csv``); a PD run's own id is a target too. Default target: the latest sweep in the store. Uses
+``mlflow.search_runs``.
 """
 
 from __future__ import annotations

@@ -81,7 +81,8 @@ class OtherEngine:
 
 @dataclass(frozen=True)
 class OtherProcess:
-    """A process outside this run and the cores' worth of CPU it used during the window."""
+    """A process outside this run and the cores' worth of CPU it used during the window (its name only: another
+    user's command line may hold secrets this run's masking does not know)."""
 
     pid: int
     name: str
@@ -184,6 +185,7 @@ class Contention:
         other_engines: vLLM engines outside this run seen at the window's start or end.
         top_others: the busiest other processes over the window (processes alive at its end).
         reasons: why the window is contended; empty when it is not.
+        own_pids: this run's own processes seen at the window's start or end (left out of every figure above).
     """
 
     cores: int
@@ -196,6 +198,7 @@ class Contention:
     other_engines: list[OtherEngine] = field(default_factory=list)
     top_others: list[OtherProcess] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    own_pids: list[int] = field(default_factory=list)
 
     @property
     def contended(self) -> bool:
@@ -229,7 +232,7 @@ class Contention:
 
 def verdict(cores: int, window_s: float, other_cpu_cores: float, steal_cores: float, host_busy_percent: float,
             load_before: float | None, load_end: float, engines: list[OtherEngine],
-            top_others: list[OtherProcess]) -> Contention:
+            top_others: list[OtherProcess], own_pids: list[int] | None = None) -> Contention:
     """Judge a window's figures: contended when other processes used at least :data:`OTHER_CPU_FRACTION` of the
     host's cores, or another vLLM engine was live on the host."""
     reasons = []
@@ -237,10 +240,11 @@ def verdict(cores: int, window_s: float, other_cpu_cores: float, steal_cores: fl
         reasons.append(f"other processes used {other_cpu_cores:.2f} of {cores} cores "
                        f"(limit {OTHER_CPU_FRACTION * cores:.2f}, OTHER_CPU_FRACTION={OTHER_CPU_FRACTION})")
     if engines:
-        reasons.append(f"{len(engines)} other vLLM engine(s) on the host (pids {', '.join(str(e.pid) for e in engines)})")
+        pids = ", ".join(str(e.pid) for e in engines)
+        reasons.append(f"{len(engines)} other vLLM engine(s) on the host (pids {pids})")
     return Contention(cores, round(window_s, 3), round(other_cpu_cores, 3), round(steal_cores, 3),
                       round(host_busy_percent, 1), None if load_before is None else round(load_before, 2),
-                      round(load_end, 2), engines, top_others, reasons)
+                      round(load_end, 2), engines, top_others, reasons, sorted(own_pids or []))
 
 
 class HostWindow:
@@ -291,7 +295,7 @@ class HostWindow:
         busiest.sort(key=lambda p: -p.cores)
         return verdict(cores, wall, others / wall, steal / wall, 100 * (busy + steal) / (wall * cores),
                        self.load_before, os.getloadavg()[0], sorted(engines.values(), key=lambda e: e.pid),
-                       busiest[:top])
+                       busiest[:top], sorted(own))
 
 
 def contention_tags(section: Mapping[str, Any], has_prediction_error: bool) -> dict[str, str]:

@@ -88,7 +88,8 @@ def test_the_run_s_own_busy_child_is_not_counted_as_another_s():
         c_own = own.end(top=1000)
     finally:
         _stop(busy, sleeper)
-    assert busy.pid not in [p.pid for p in c_own.top_others]
+    assert busy.pid not in [p.pid for p in c_own.top_others] and busy.pid in c_own.own_pids
+    assert busy.pid not in c_foreign.own_pids and sleeper.pid in c_foreign.own_pids
     (loop,) = [p for p in c_foreign.top_others if p.pid == busy.pid]
     # What the own window leaves out is at least the loop's CPU (plus this test process's own, a few hundredths).
     assert c_foreign.other_cpu_cores - c_own.other_cpu_cores >= loop.cores - 0.05, (c_own, c_foreign)
