@@ -124,6 +124,8 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
     if "capacity_rps_rel_error" in m:
         rows["perf model"] = (f"predicted capacity {m['predicted_capacity_rps']:.2f} req/s at the SLO "
                               f"({100 * m['capacity_rps_rel_error']:+.0f} % against the measured)")
+    if "capacity_rps_rel_error" + CONTENDED_SUFFIX in m:  # a contended capacity search: the prediction alone
+        rows["perf model"] = f"predicted capacity {m['predicted_capacity_rps']:.2f} req/s at the SLO"
     contention = record.get("contention")
     if contention:
         rows.update(contention_rows(contention, rows.get("perf model")))

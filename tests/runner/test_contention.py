@@ -23,11 +23,12 @@ from ascendflow.runner.contention import (
     OtherEngine,
     OtherProcess,
     contention_tags,
+    findings,
     is_vllm_engine,
     other_engines,
     verdict,
 )
-from ascendflow.runner.neighbours import other_engine_runs
+from ascendflow.runner.neighbours import concurrency_warning, other_engine_runs
 from ascendflow.runner.server import RUN_DIR_ENV
 from tests.conftest import plan_for
 
@@ -275,3 +276,33 @@ def test_compare_flags_a_contended_run_and_fit_leaves_it_out(tmp_path, mlflow_ur
     reason = client.get_run(ids["engine.max_num_seqs=16"]).data.tags["measurement.contention_reason"]
     assert f"{ids['engine.max_num_seqs=16']}: measured under contention (measurement.contention: {reason})" in skipped
     assert not any(s.startswith(ids["engine.max_num_seqs=8"] + ": measured under contention") for s in skipped)
+
+
+def test_a_contended_capacity_search_keeps_its_capacity_and_marks_its_error(tmp_path):
+    spec, plan = plan_for(["workload=random", "run.mode=capacity"])
+    plan = with_performance(plan, spec, None, Path.cwd())
+    predicted = plan.performance["capacity"]["capacity_rps"]
+    capacity = {"capacity_rps": predicted / 4, "capacity_load": 2.0, "capacity_rps_per_device": predicted / 4,
+                "capacity_goodput_rps": predicted / 4, "slo_met": True, "capacity_at_range_max": False,
+                "load_points": 3, "variable": "max_concurrency", "targets": {"p99_ttft_ms": 2000.0}}
+    outcome = {"benchmark": {"completed": 8, "output_throughput": 20.0}, "capacity": capacity,
+               "contention": _contended().to_json()}
+    record = result_record(plan, outcome)
+    m = record["metrics"]
+    assert "capacity_rps_rel_error" not in m and m["capacity_rps_rel_error_contended"] == 3.0
+    rows = summary_rows(plan, record, {"plan": tmp_path / "plan.json"})
+    assert rows["perf model"] == (f"predicted capacity {predicted:.2f} req/s at the SLO — not compared: measured "
+                                  "under contention")
+    assert rows["capacity at SLO"].startswith(f"{predicted / 4:.2f} req/s at max_concurrency=2")
+
+
+def test_findings_give_a_served_run_its_tags_and_warnings():
+    """What serve and capacity mode add to the run: ``concurrent_engines`` counts whichever sees more (ascendflow run
+    directories, or any user's vLLM engines), then the contention tags and line."""
+    c = _contended().to_json()
+    tags, warnings = findings({"concurrent_engines": ["/runs/a"], "contention": c}, has_prediction_error=True)
+    assert tags == {"concurrent_engines": "2", **contention_tags(c, True)}
+    assert warnings == [concurrency_warning({"/runs/a"}), c["line"]]
+    quiet = verdict(2, 40.0, 0.03, 0.0, 70.0, 0.4, 1.9, [], []).to_json()
+    assert findings({"concurrent_engines": [], "contention": quiet}, True) == ({"measurement.contention": "false"}, [])
+    assert findings({}, True) == ({}, [])  # a run that was not judged (offline, attach)
