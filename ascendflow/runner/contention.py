@@ -41,8 +41,8 @@ from ascendflow.runner.neighbours import concurrency_warning
 #: the other, so a busy host is this run's own normal state and the busy figure alone says nothing; what matters is
 #: the time others took. A tenth of the host spread over 2 cores takes ~10–20 % of the worker core's time, twice the
 #: CPU performance model's measured error (MAPE 5.1 % tokens/s, 6.6 % TPOT, docs/performance_model.md), so from there
-#: on an error against the prediction is no longer the model's. The floor of an otherwise quiet VM here (kernel
-#: threads, the VM agent) measured 0.01–0.03 cores, well below it. The load average is not judged on: it counts this
+#: on an error against the prediction is no longer the model's. The floor of this VM with the other sessions idle
+#: (kernel threads, the VM agent) measured 0.03 cores over 5 s, well below it. The load average is not judged on: it counts this
 #: run's own runnable threads, and a sweep's previous job keeps the 1-minute figure up for a minute after its engine
 #: stopped.
 OTHER_CPU_FRACTION = 0.10
