@@ -55,30 +55,37 @@ ENGINE_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_se
 ENGINE_TITLE_PREFIX = os.environ.get("VLLM_PROCESS_NAME_PREFIX", "VLLM") + "::"
 
 
-def is_vllm_engine(cmdline: list[str]) -> bool:
-    """Whether ``cmdline`` (``/proc/<pid>/cmdline`` as ``psutil`` gives it) is a vLLM server or engine process.
-
-    A ``vllm bench …`` client is not an engine (its CPU counts among the other processes'); neither is ascendflow's
-    own benchmark client (``-m ascendflow.runner.bench``).
-    """
+def engine_kind(cmdline: list[str]) -> str | None:
+    """What makes ``cmdline`` (``/proc/<pid>/cmdline`` as ``psutil`` gives it) a vLLM server or engine process: its
+    vLLM title (``VLLM::EngineCore``), the entry module (``vllm.entrypoints.openai.api_server``) or ``vllm serve``;
+    ``None`` for any other process. A ``vllm bench …`` client is not an engine (its CPU counts among the other
+    processes'); neither is ascendflow's own benchmark client (``-m ascendflow.runner.bench``)."""
     if not cmdline:
-        return False
+        return None
     if cmdline[0].startswith(ENGINE_TITLE_PREFIX):
-        return True
+        return cmdline[0].split()[0][:60]
     joined = " ".join(cmdline)
-    if any(module in joined for module in ENGINE_MODULES):
-        return "bench" not in cmdline
-    return any(os.path.basename(word) == "vllm" and cmdline[i + 1:i + 2] == ["serve"]
-               for i, word in enumerate(cmdline))
+    for module in ENGINE_MODULES:
+        if module in joined:
+            return None if "bench" in cmdline else module
+    if any(os.path.basename(word) == "vllm" and cmdline[i + 1:i + 2] == ["serve"] for i, word in enumerate(cmdline)):
+        return "vllm serve"
+    return None
+
+
+def is_vllm_engine(cmdline: list[str]) -> bool:
+    """Whether ``cmdline`` is a vLLM server or engine process (:func:`engine_kind`)."""
+    return engine_kind(cmdline) is not None
 
 
 @dataclass(frozen=True)
 class OtherEngine:
-    """One vLLM engine outside this run: the top-most process of its tree that looks like vLLM (its API server)."""
+    """One vLLM engine outside this run: the top-most process of its tree that looks like vLLM (its API server), with
+    what made it one (:func:`engine_kind`; never its whole command line: another user's may hold an API key)."""
 
     pid: int
     user: str
-    command: str
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -125,8 +132,7 @@ def other_engines(exclude: set[int]) -> list[OtherEngine]:
     for pid, (ppid, proc) in sorted(found.items()):
         if ppid in found:  # part of an engine counted at its top-most vLLM process
             continue
-        cmdline = proc.info["cmdline"]
-        engines.append(OtherEngine(pid, _user(proc), " ".join(cmdline)[:120]))
+        engines.append(OtherEngine(pid, _user(proc), engine_kind(proc.info["cmdline"]) or "?"))
     return engines
 
 
@@ -257,7 +263,7 @@ class HostWindow:
     def __init__(self, root_pid: int | None = None) -> None:
         self.root_pid = root_pid or os.getpid()
         self.load_before: float | None = None
-        self._t0 = 0.0
+        self._t0 = self._wall0 = 0.0
         self._busy0 = self._steal0 = self._own0 = 0.0
         self._procs0: dict[tuple[int, float], tuple[float, str, psutil.Process]] = {}
         self._engines0: list[OtherEngine] = []
@@ -274,7 +280,7 @@ class HostWindow:
         self._procs0 = _per_process_seconds()
         self._busy0, self._steal0 = _host_busy_seconds()
         self._own0 = _tree_cpu_seconds(self.root_pid)
-        self._t0 = time.monotonic()
+        self._t0, self._wall0 = time.monotonic(), time.time()
 
     def end(self, top: int = TOP_OTHERS) -> Contention:
         """End the window and judge it (:func:`verdict`), naming the ``top`` busiest other processes."""
@@ -290,6 +296,8 @@ class HostWindow:
         busiest = []
         for key, (seconds, name, proc) in procs1.items():
             if key[0] in own or key[0] == 0:
+                continue
+            if key not in self._procs0 and key[1] < self._wall0 - 1:  # missed at the start: its past is not the window's
                 continue
             start = self._procs0.get(key, (0.0,))[0]
             if (used := (seconds - start) / wall) >= 0.01:

@@ -130,7 +130,7 @@ def test_a_vllm_engine_is_one_engine_with_its_core_and_the_run_s_own_is_left_out
         _stop(server)
     user = pwd.getpwuid(os.geteuid()).pw_name
     assert [e for e in seen if e.pid in (server.pid, core_pid)] == [OtherEngine(
-        server.pid, user, f"{sys.executable} -m vllm.entrypoints.openai.api_server --model m")]
+        server.pid, user, "vllm.entrypoints.openai.api_server")]
     assert [e for e in own if e.pid in (server.pid, core_pid)] == []
     assert [is_vllm_engine(a) for a in (["vllm", "serve", "m"], ["/x/bin/vllm", "serve"], ["VLLM::Worker_TP0"],
                                          ["python", "-m", "vllm.entrypoints.cli.main", "bench", "serve"],
@@ -158,8 +158,8 @@ def test_another_user_s_engine_is_seen_where_concurrent_engines_was_blind(tmp_pa
         for p in psutil.Process(server.pid).children(recursive=True):
             p.kill()
         _stop(server, core)
-    assert [(e.pid, e.user) for e in engines if e.pid in (server.pid, core_pid, core.pid)] == sorted(
-        [(server.pid, "root"), (core.pid, "nobody")])
+    assert [(e.pid, e.user, e.kind) for e in engines if e.pid in (server.pid, core_pid, core.pid)] == sorted(
+        [(server.pid, "root", "vllm.entrypoints.openai.api_server"), (core.pid, "nobody", "VLLM::EngineCore")])
     assert str(tmp_path / "root_s_run") in runs  # the old check sees ascendflow's own runs only, by run directory
     assert as_nobody["environ"].returncode != 0 and b"Permission denied" in as_nobody["environ"].stderr
     assert b"vllm.entrypoints.openai.api_server" in as_nobody["cmdline"].stdout
@@ -174,8 +174,8 @@ def _predicted_plan():
 def _contended():
     return verdict(cores=2, window_s=41.2, other_cpu_cores=1.104, steal_cores=0.0, host_busy_percent=100.0,
                    load_before=2.04, load_end=3.12,
-                   engines=[OtherEngine(4242, "alice", "vllm serve Qwen/Qwen3-0.6B"),
-                            OtherEngine(5151, "root", "python -m vllm.entrypoints.openai.api_server")],
+                   engines=[OtherEngine(4242, "alice", "vllm serve"),
+                            OtherEngine(5151, "root", "vllm.entrypoints.openai.api_server")],
                    top_others=[OtherProcess(4243, "VLLM::EngineCore", "alice", 0.61)])
 
 
