@@ -32,7 +32,8 @@ class ServeMode(Mode):
             with console.step("serve + benchmark (vLLM server, vLLM's benchmark client)") as update:
                 result = serve_and_benchmark(plan, job.spec, job.run_dir, update, job.secrets)
         outcome = Outcome(plan, result)
-        # Issue 20 row 12l, issue 25 row 9: a measurement on a shared host says so; its prediction error is not compared.
+        # Issue 20 row 12l, issue 25 row 9: a measurement on a shared host says so; its prediction error is not
+        # compared.
         tags, warnings = findings(result, bool((plan.performance or {}).get("predicted")))
         outcome.tags.update(tags)
         outcome.warnings.extend(warnings)

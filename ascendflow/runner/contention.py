@@ -42,9 +42,9 @@ from ascendflow.runner.neighbours import concurrency_warning
 #: the time others took. A tenth of the host spread over 2 cores takes ~10–20 % of the worker core's time, twice the
 #: CPU performance model's measured error (MAPE 5.1 % tokens/s, 6.6 % TPOT, docs/performance_model.md), so from there
 #: on an error against the prediction is no longer the model's. The floor of this VM with the other sessions idle
-#: (kernel threads, the VM agent) measured 0.03 cores over 5 s, well below it. The load average is not judged on: it counts this
-#: run's own runnable threads, and a sweep's previous job keeps the 1-minute figure up for a minute after its engine
-#: stopped.
+#: (kernel threads, the VM agent) measured 0.03 cores over 5 s, well below it. The load average is not judged on: it
+#: counts this run's own runnable threads, and a sweep's previous job keeps the 1-minute figure up for a minute after
+#: its engine stopped.
 OTHER_CPU_FRACTION = 0.10
 #: How many of the busiest other processes the verdict names.
 TOP_OTHERS = 3
@@ -297,8 +297,8 @@ class HostWindow:
         for key, (seconds, name, proc) in procs1.items():
             if key[0] in own or key[0] == 0:
                 continue
-            if key not in self._procs0 and key[1] < self._wall0 - 1:  # missed at the start: its past is not the window's
-                continue
+            if key not in self._procs0 and key[1] < self._wall0 - 1:  # missed at the start: not charged its past
+                continue  # (create_time is epoch seconds)
             start = self._procs0.get(key, (0.0,))[0]
             if (used := (seconds - start) / wall) >= 0.01:
                 busiest.append(OtherProcess(key[0], name, _user(proc), round(used, 2)))
