@@ -1,13 +1,14 @@
 """``python -m ascendflow.compare [EXPERIMENT | PARENT_RUN_ID]``: compare the runs of a sweep.
 
 Prints the parameters that vary across the sweep's child runs beside the key metrics (capacity at the SLO for a
-``+sweep=capacity`` sweep: req/s, the load, goodput, whether the SLO was met; output tokens/s, requests/s,
-TTFT and TPOT median and p99 in ms, predicted vs reported KV tokens and their error, the
-performance model's predicted throughput/TPOT/TTFT and their ``*_rel_error``), writes ``comparison.csv`` and a
-Pareto plot (output throughput against p99 TTFT, the front marked) as ``pareto.png``, and logs both as artifacts of
-the sweep's parent run. PD runs (one per deployment, params ``prefill.*`` / ``decode.*``) also get their roles side by
-side, a row per role (``roles.csv``); a PD run's own id is a target too. Default target: the latest sweep in the
-store. Uses ``mlflow.search_runs``.
+``+sweep=capacity`` sweep: req/s, the load, goodput, whether the SLO was met; output tokens/s, requests/s, TTFT and TPOT
+median and p99 in ms, predicted vs reported KV tokens and their error, the performance model's predicted
+throughput/TPOT/TTFT and their ``*_rel_error``; a ``contended`` column when runs were judged for contention, a contended
+run having no ``*_rel_error``: ``ascendflow.runner.contention``), writes ``comparison.csv`` and a Pareto plot (output
+throughput against p99 TTFT, the front marked) as ``pareto.png``, and logs both as artifacts of the sweep's parent run.
+PD runs (one per deployment, params ``prefill.*`` / ``decode.*``) also get their roles side by side, a row per role
+(``roles.csv``); a PD run's own id is a target too. Default target: the latest sweep in the store. Uses
+``mlflow.search_runs``.
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) 
         .replace("tags.mlflow.runName", "run"))
     if "tags.capacity.pruned" in runs.columns:  # a capacity sweep with slo.measure_top: which configs were measured
         table.insert(2, "measured", ~(runs["tags.capacity.pruned"].fillna("false") == "true"))
+    if "tags.measurement.contention" in runs.columns:  # issue 25 row 9: its *_rel_error are not the model's
+        table.insert(2, "contended", runs["tags.measurement.contention"].fillna("false") == "true")
 
     out_dir = out_dir or Path.cwd() / "outputs" / "compare" / parent.info.run_id
     out_dir.mkdir(parents=True, exist_ok=True)

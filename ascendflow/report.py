@@ -42,11 +42,43 @@ def result_record(plan: Plan, outcome: Mapping[str, Any]) -> dict[str, Any]:
             metrics["capacity_rps_rel_error"] = (float(predicted) - capacity["capacity_rps"]) / capacity["capacity_rps"]
     else:
         metrics.update(performance_errors(plan.performance or {}, metrics))
+    contention = outcome.get("contention")
+    if contention:
+        metrics.update(host_metrics(contention))
+        if contention["contended"]:
+            metrics = not_comparable(metrics)
     # Large per-request lists stay in benchmark.json; result.json keeps the summary.
     summary = {k: v for k, v in benchmark.items() if not isinstance(v, list)}
     return {"plan_hash": plan.plan_hash, "metrics": metrics, "engine": engine, "benchmark": summary,
             "reported_kv_cache_tokens": reported, "predicted_kv_cache_tokens": plan.kv_cache.tokens,
-            **({"capacity": capacity} if capacity else {})}
+            **({"capacity": capacity} if capacity else {}), **({"contention": contention} if contention else {})}
+
+
+#: Errors against the plan that contention on the host does not move: memory the engine allocated, not timing.
+MEMORY_ERRORS = ("kv_cache_tokens_rel_error", "weights_rel_error")
+#: Suffix a timing error against the performance model gets when it was measured under contention (issue 25 row 9).
+CONTENDED_SUFFIX = "_contended"
+
+
+def host_metrics(contention: Mapping[str, Any]) -> dict[str, float]:
+    """The host's figures over the benchmark window as metrics (``ascendflow.runner.contention.Contention``):
+    ``host.other_cpu_cores``, ``host.busy_percent``, ``host.load1_end``, ``host.load1_before``, ``host.cores``,
+    ``host.other_engines``."""
+    out = {"host.other_cpu_cores": float(contention["other_cpu_cores"]),
+           "host.busy_percent": float(contention["host_busy_percent"]),
+           "host.load1_end": float(contention["load_end"]), "host.cores": float(contention["cores"]),
+           "host.other_engines": float(len(contention["other_engines"]))}
+    if contention.get("load_before") is not None:
+        out["host.load1_before"] = float(contention["load_before"])
+    return out
+
+
+def not_comparable(metrics: Mapping[str, float]) -> dict[str, float]:
+    """``metrics`` with each timing error against the performance model (``<m>_rel_error``, not
+    :data:`MEMORY_ERRORS`) renamed ``<m>_rel_error_contended``: the raw figure is kept, but nothing that reads
+    ``*_rel_error`` as the model's error (``ascendflow.compare``, an MLflow chart, a fit) finds it."""
+    return {(k + CONTENDED_SUFFIX if k.endswith("_rel_error") and k not in MEMORY_ERRORS else k): v
+            for k, v in metrics.items()}
 
 
 def performance_errors(performance: Mapping[str, Any], measured: Mapping[str, float]) -> dict[str, float]:
@@ -92,6 +124,11 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
     if "capacity_rps_rel_error" in m:
         rows["perf model"] = (f"predicted capacity {m['predicted_capacity_rps']:.2f} req/s at the SLO "
                               f"({100 * m['capacity_rps_rel_error']:+.0f} % against the measured)")
+    if "capacity_rps_rel_error" + CONTENDED_SUFFIX in m:  # a contended capacity search: the prediction alone
+        rows["perf model"] = f"predicted capacity {m['predicted_capacity_rps']:.2f} req/s at the SLO"
+    contention = record.get("contention")
+    if contention:
+        rows.update(contention_rows(contention, rows.get("perf model")))
     if "reported_kv_cache_tokens" in m:
         rows["KV cache (engine)"] = (f"{int(m['reported_kv_cache_tokens']):,} tokens "
                                      f"(prediction error {100 * m['kv_cache_tokens_rel_error']:.2f} %)")
@@ -133,6 +170,18 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
     rows["plan"] = str(written["plan"])
     rows["launch"] = ", ".join(p.name for k, p in written.items() if k != "plan") + " in " + str(
         written["plan"].parent / "launch")
+    return rows
+
+
+def contention_rows(contention: Mapping[str, Any], perf_row: str | None) -> dict[str, str]:
+    """The ``host`` row (the figures of the benchmark window and the verdict) and, when contended, the ``perf
+    model`` row ``perf_row`` (the predictions alone: their errors were renamed, :func:`not_comparable`) marked not
+    compared."""
+    verdict = ("contended: prediction error not comparable" if contention["contended"] else
+               "not contended")
+    rows = {"host (benchmark)": f"{contention['figures']} — {verdict}"}
+    if contention["contended"] and perf_row:
+        rows["perf model"] = f"{perf_row} — not compared: measured under contention"
     return rows
 
 

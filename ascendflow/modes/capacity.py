@@ -14,6 +14,7 @@ from ascendflow.tracking.sweep_predictions import record_measured, record_pruned
 from ascendflow.compiler import Plan
 from ascendflow.modes.base import Job, Mode, Outcome
 from ascendflow.runner.capacity_run import serve_and_search
+from ascendflow.runner.contention import findings
 from ascendflow.runner.versions import verify_installed
 from ascendflow.schema import RunSpec
 
@@ -53,5 +54,7 @@ class CapacityMode(Mode):
                 result = serve_and_search(plan, job.spec, job.run_dir, update, job.secrets)
         capacity = result["capacity"]
         plot_load_curve(capacity, job.run_dir / "capacity" / "load_curve.png", f"{job.name} · {job.spec.model.id}")
+        tags, warnings = findings(result, ((plan.performance or {}).get("capacity") or {}).get("capacity_rps")
+                                  is not None)  # issue 25 row 9: a capacity measured on a shared host says so
         return Outcome(plan, result, tags={"capacity.slo_met": str(capacity["slo_met"]).lower(),
-                                           "capacity.variable": capacity["variable"]})
+                                           "capacity.variable": capacity["variable"], **tags}, warnings=warnings)

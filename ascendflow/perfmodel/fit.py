@@ -4,11 +4,13 @@
 ``hardware.calibration=<file>`` points at, and print the error before and after the fit.
 
 A run is used when it ended FINISHED with ``plan.json`` among its artifacts, measured at least one of
-``output_throughput``, ``median_tpot_ms``, ``median_ttft_ms`` (a capacity search's figures are at its capacity load,
-not the workload's: such runs are left out), on hardware with peak figures (``hardware.peak_tflops_bf16``,
-``hardware.memory_bandwidth_gbps`` params) and a workload of fixed lengths (``random``, ``prefix_repetition``: a chat
-workload's prompt lengths need its tokenizer). Its hardware, workload and quantization are read back from the params the
-pipeline logged (``hardware.*``, ``workload.*``, ``quantization.*``). Bad input: one ``error:`` line, exit 2, no file.
+``output_throughput``, ``median_tpot_ms``, ``median_ttft_ms`` (a capacity search's figures are at its capacity load, not
+the workload's: such runs are left out), not under contention (tag ``measurement.contention=true``: other processes or
+engines took the host's CPU while it measured, :mod:`ascendflow.runner.contention`), on hardware with peak figures
+(``hardware.peak_tflops_bf16``, ``hardware.memory_bandwidth_gbps`` params) and a workload of fixed lengths (``random``,
+``prefix_repetition``: a chat workload's prompt lengths need its tokenizer). Its hardware, workload and quantization are
+read back from the params the pipeline logged (``hardware.*``, ``workload.*``, ``quantization.*``). Bad input: one
+``error:`` line, exit 2, no file.
 
 Layer: entry points (this CLI reads MLflow); the fitting itself is :mod:`ascendflow.perfmodel.calibration.fitting`.
 """
@@ -72,6 +74,9 @@ def row_of(run: Any, plan: Mapping[str, Any]) -> tuple[Row | None, str]:
     if mismatch:
         return None, (f"attached to a server that does not run the plan's {mismatch} (ascendflow.attach_mismatch; "
                       "run.attach_allow_mismatch=true)")
+    if run.data.tags.get("measurement.contention") == "true":  # issue 25 row 9: the host was shared
+        return None, ("measured under contention (measurement.contention: "
+                      f"{run.data.tags.get('measurement.contention_reason', '?')})")
     if "capacity_rps" in metrics:
         return None, "a capacity search (its figures are at the capacity load, not the workload's)"
     measured = {m: float(metrics[m]) for m in METRICS if metrics.get(m, 0) > 0}

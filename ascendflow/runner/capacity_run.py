@@ -12,6 +12,7 @@ from ascendflow.compiler import Plan
 from ascendflow.runner.bench import bench_argv, tokenizer_for
 from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.engine_metrics import WindowMetrics
+from ascendflow.runner.contention import HostWindow
 from ascendflow.runner.local import Serving, Status, check_alive_after, run_bench_client, serving
 from ascendflow.schema.spec import RunSpec
 
@@ -38,7 +39,8 @@ def serve_and_search(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
 
     Returns:
         ``{"benchmark": <the result at the capacity point, else the lowest load's>, "capacity": <capacity_summary +
-        "variable", "targets", "points">, "engine": ..., "engine_start_s": s, "port": int, "engine_metrics": ...}``.
+        "variable", "targets", "points">, "engine": ..., "engine_start_s": s, "port": int, "engine_metrics": ...,
+        "contention": <the host over every point, :meth:`ascendflow.runner.contention.Contention.to_json`>}``.
 
     Raises:
         ConfigError: the SLO or its load range is unusable (before the engine starts).
@@ -46,10 +48,15 @@ def serve_and_search(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
             measured so far stay in ``capacity/``.
     """
     load_range(spec.slo, spec.workload)  # a bad SLO is refused before the engine starts
+    host = HostWindow()  # the engine and every point's client are this process's children
+    host.before()
     with serving(plan, spec, run_dir, status, secrets) as srv:
         status(f"engine healthy after {srv.start_s:.0f} s")
+        host.begin()
         result = search_capacity(plan, spec, run_dir, status, srv)
-    return {**result, "engine": parse_engine_log_file(srv.log_path), "engine_start_s": srv.start_s}
+        contention = host.end()
+    return {**result, "engine": parse_engine_log_file(srv.log_path), "engine_start_s": srv.start_s,
+            "contention": contention.to_json()}
 
 
 def search_capacity(plan: Plan, spec: RunSpec, run_dir: Path, status: Status, srv: Serving) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from ascendflow.profiling import profiler_config_arg, summarize_profile
 from ascendflow.runner.bench import WAIT_S_ENV, WAIT_URL_ENV, bench_argv, bench_command_text, progress_from_log
 from ascendflow.runner.engine_log import parse_engine_log_file
 from ascendflow.runner.engine_metrics import WindowMetrics
+from ascendflow.runner.contention import HostWindow
 from ascendflow.runner.neighbours import other_engine_runs
 from ascendflow.runner.process import ManagedProcess
 from ascendflow.runner.server import (
@@ -117,7 +118,8 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
     Returns:
         ``{"benchmark": <vLLM result dict>, "engine": <facts from the log>, "engine_start_s": float, "port": int,
         "engine_metrics": <vLLM /metrics over the window, see WindowMetrics.summary>, "concurrent_engines": <run
-        directories of other ascendflow engines live on this host at the benchmark's start or end>}``.
+        directories of other ascendflow engines live on this host at the benchmark's start or end>, "contention":
+        <the host over the benchmark window: :meth:`ascendflow.runner.contention.Contention.to_json`>}``.
 
     Raises:
         EngineStartError: the server died or did not become healthy within ``run.health_timeout_s``.
@@ -132,18 +134,23 @@ def serve_and_benchmark(plan: Plan, spec: RunSpec, run_dir: Path, status: Status
         return bench_client(args, run_dir, api_key, spec.run.shutdown_grace_s, wait_for=health_url,
                             wait_s=spec.run.health_timeout_s)
 
+    host = HostWindow()  # this process's tree: the engine and the client are its children
+    host.before()
     with serving(plan, spec, run_dir, status, secrets, prestart=client) as srv:
         status(f"engine healthy after {srv.start_s:.0f} s; running vLLM's benchmark client")
         window = WindowMetrics(srv.base_url, srv.api_key)
         others = other_engine_runs(run_dir)
+        host.begin()
         benchmark = run_bench_client([], run_dir, spec, status, srv.server, srv.health_url, srv.api_key,
                                      window=window, client=srv.client)
+        contention = host.end()
         others |= other_engine_runs(run_dir)
         check_alive_after(srv, benchmark)
         engine_metrics = window.finish()
         status("benchmark done; stopping the engine")
     return {"benchmark": benchmark, "engine": parse_engine_log_file(srv.log_path), "engine_start_s": srv.start_s,
             "port": srv.port, "engine_metrics": engine_metrics, "concurrent_engines": sorted(others),
+            "contention": contention.to_json(),
             **({"profile": summarize_profile(run_dir)} if spec.run.profile else {})}
 
 
