@@ -8,8 +8,10 @@ Rows: every expressible row of the corpus (:func:`ascendflow.perfmodel.corpus.fi
 by the scheduler model with :class:`~ascendflow.perfmodel.npu.NpuStepModel` at the hardware's packaged calibration.
 
 Out of sample: a row's residual ``log(predicted / measured)`` is out of sample when the shipped constants were not
-fitted to it; for the 11 rows ``benchmarks/fit_npu_perf.py`` fitted, its exact leave-one-out prediction
-(``benchmarks/data/npu_fit_result.json`` ``rows.<id>.loo``) is used instead. The interval of a class (``dense``,
+fitted to it. The five fitted constants (``benchmarks/fit_npu_perf.py``) saw 11 rows (``fitted: true`` here; their
+exact leave-one-out error differed from the in-sample one by at most 0.3 points, ``npu_fit.json``: the prior at
+3 x rows holds the constants near their start values), so their residuals are nearly out of sample; the tables
+also give the error without them. The interval of a class (``dense``,
 ``moe``, ``mla_moe`` on A2/A3; ``300i_duo`` for the Atlas 300I Duo) is scored grouped leave-one-family-out: for each
 model family, the 10th and 90th percentiles of the log residuals of the *other* families of its class give the
 interval, and the left-out family's rows are checked against it (coverage). The shipped interval of a class uses all
@@ -18,8 +20,8 @@ its rows' residuals. Writes ``ascendflow/perfmodel/calibration/intervals.yaml`` 
 ``benchmarks/data/perf_corpus_eval.json``), ``docs/img/perf_residuals_*.png`` and the tables between the
 ``<!-- corpus-eval -->`` markers of ``docs/performance_model.md``.
 
-``--kept-out ROWS.yaml``: also score rows of the kept-out check (same format as ``pr_rows.yaml``), never used for
-the intervals or any constant.
+``--kept-out GIT_DIR``: also score the kept-out check's CI rows (``scripts/import_ci_config.py`` run on a vllm-ascend
+git directory with ``kept_out_only``), never used for the intervals or any constant, never written to the corpus.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ PLANS = ROOT / "outputs" / "bench" / "corpus_plans"
 FIT_RESULT = ROOT / "benchmarks" / "data" / "npu_fit_result.json"
 INTERVALS = CALIBRATION_DIR / "intervals.yaml"
 METRICS = ("output_throughput", "median_tpot_ms", "median_ttft_ms")
+#: CI configs whose 2026-08-19 baseline is one of the 11 rows the five constants were fitted to (M2, L3, L7).
+FITTED_CI_FILES = ("Qwen3-32B-Int8-A2.yaml", "Qwen3-235B-A22B-A2.yaml", "DeepSeek-V3.1-BF16.yaml")
 PLAN_FLAGS = ["run.mode=plan", "tracking=none", "slo.p99_ttft_ms=null", "slo.p99_tpot_ms=null"]
 COVERAGE = 0.8
 #: Fewest residuals of a class and metric an interval is given from (fewer: ``no measured error``).
@@ -76,10 +80,11 @@ def compile_row(row: dict) -> tuple[dict, object]:
     return data, spec
 
 
-def simulate(plan: dict, spec, calibration: dict) -> dict[str, float]:
-    """Predicted metrics of the row's workload (the scheduler model x the NPU step model at ``calibration``)."""
+def simulate(plan: dict, spec, calibration: dict, override: dict | None = None) -> dict[str, float]:
+    """Predicted metrics of the row's workload (the scheduler model x the NPU step model at ``calibration``, with
+    ``override`` constants laid over it)."""
     hw = npu_peaks(spec.hardware.model_dump(), calibration)
-    consts = NpuConstants(**{k: float(v) for k, v in calibration["constants"].items()})
+    consts = NpuConstants(**{k: float(v) for k, v in {**calibration["constants"], **(override or {})}.items()})
     step = npu_step_model(plan, hw, consts, spec.quantization.model_dump())
     w = spec.workload
     dp = int(plan["engine_args"].get("data_parallel_size") or 1)
@@ -88,9 +93,9 @@ def simulate(plan: dict, spec, calibration: dict) -> dict[str, float]:
                                  seed=w.seed).metrics()
 
 
-def predict_rows(rows: list[dict]) -> list[dict]:
-    """Each row with ``pred`` (metrics), ``class``, ``hardware``, ``quant``, ``workload_kind`` and ``oos``
-    (whether its prediction is out of sample); rows that fail to compile get ``error``."""
+def predict_rows(rows: list[dict], override: dict | None = None, quiet: bool = False) -> list[dict]:
+    """Each row with ``pred`` (metrics), ``class``, ``hardware``, ``quant``, ``workload_kind`` and ``fitted``
+    (one of the 11 rows the five constants were fitted to); rows that fail to compile get ``error``."""
     loo = json.loads(FIT_RESULT.read_text())["rows"] if FIT_RESULT.exists() else {}
     out = []
     for row in rows:
@@ -100,14 +105,13 @@ def predict_rows(rows: list[dict]) -> list[dict]:
             cal = load_calibration(spec.hardware.name)
             if cal is None:
                 raise ValueError(f"no calibration for {spec.hardware.name}")
-            pred = simulate(plan, spec, cal)
+            pred = simulate(plan, spec, cal, override)
         except Exception as exc:  # noqa: BLE001 - a row that cannot be planned is reported, not fatal
             out.append({**row, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"})
             print(f"{row['id']}: {out[-1]['error']}", flush=True)
             continue
-        fitted_loo = (loo.get(row["id"]) or {}).get("loo")
-        if fitted_loo:  # fitted by fit_npu_perf.py: its exact leave-one-out prediction is the out-of-sample one
-            pred = {**pred, **fitted_loo}
+        fitted = (loo.get(row["id"]) or {}).get("split") == "train" or \
+            row.get("citation", "").split("@")[0].endswith(FITTED_CI_FILES)
         q = spec.quantization.model_dump()
         scheme = q.get("expert_scheme") or q.get("linear_scheme") or "bf16"
         w = spec.workload
@@ -115,11 +119,46 @@ def predict_rows(rows: list[dict]) -> list[dict]:
                (", long (>8k in)" if w.random_input_len > 8192 else "")
         out.append({**row, "pred": {m: float(pred[m]) for m in METRICS}, "hardware": spec.hardware.name,
                     "class": interval_class(plan["model"]["architecture"], spec.hardware.name), "quant": scheme,
-                    "workload_kind": kind, "oos": True, "loo": bool(fitted_loo),
+                    "workload_kind": kind, "fitted": bool(fitted),
                     "seconds": round(time.perf_counter() - t, 2)})
-        print(f"{row['id']}: {json.dumps({m: round(out[-1]['pred'][m], 1) for m in METRICS})} measured "
-              f"{row['measured']} ({out[-1]['seconds']} s)", flush=True)
+        if not quiet:
+            print(f"{row['id']}: {json.dumps({m: round(out[-1]['pred'][m], 1) for m in METRICS})} measured "
+                  f"{row['measured']} ({out[-1]['seconds']} s)", flush=True)
     return out
+
+
+#: Values of ``prefill_efficiency`` compared by grouped leave-one-family-out (1.0: the term off).
+PREFILL_GRID = (1.0, 0.7, 0.5, 0.35, 0.25)
+
+
+def loss(rows: list[dict]) -> float:
+    """Sum of squared log residuals over every measured figure of ``rows``."""
+    return sum(x * x for r in rows for m in METRICS if (x := resid(r, m)) is not None)
+
+
+def lofo_refit(rows: list[dict]) -> tuple[list[dict], float, dict]:
+    """Grouped leave-one-family-out refit of ``prefill_efficiency`` over :data:`PREFILL_GRID`: each family's rows
+    predicted at the value that fits the *other* families best. The term ships (the value chosen on all rows) only
+    if these out-of-sample predictions beat the term off (1.0) on the same rows (sum of squared log residuals);
+    else 1.0 ships and the rows returned are the term-off predictions. Returns the rows, the shipped value and the
+    choice's facts."""
+    by_value = {g: {r["id"]: r for r in predict_rows(rows, {"prefill_efficiency": g}, quiet=True)} for g in PREFILL_GRID}
+    fams = sorted({r["family"] for r in rows})
+    chosen, refit = {}, []
+    for fam in fams:
+        g = min(PREFILL_GRID, key=lambda v: (loss([r for r in by_value[v].values() if r["family"] != fam
+                                                    and "pred" in r]), -v))
+        chosen[fam] = g
+        refit += [{**r, "prefill_efficiency": g} for r in by_value[g].values() if r["family"] == fam]
+    best_all = min(PREFILL_GRID, key=lambda v: (loss([r for r in by_value[v].values() if "pred" in r]), -v))
+    off = [{**r, "prefill_efficiency": 1.0} for r in by_value[1.0].values()]
+    lofo_loss, off_loss = loss([r for r in refit if "pred" in r]), loss([r for r in off if "pred" in r])
+    adopted = lofo_loss < off_loss
+    facts = {"per_family": chosen, "best_on_all_rows": best_all, "adopted": adopted,
+             "lofo_loss_refit": round(lofo_loss, 3), "lofo_loss_term_off": round(off_loss, 3),
+             "loss_all_rows": {str(g): round(loss([r for r in by_value[g].values() if "pred" in r]), 3)
+                               for g in PREFILL_GRID}}
+    return (refit, best_all, facts) if adopted else (off, 1.0, facts)
 
 
 def resid(row: dict, m: str) -> float | None:
@@ -129,9 +168,21 @@ def resid(row: dict, m: str) -> float | None:
     return math.log(max(row["pred"][m], 1e-9) / float(row["measured"][m]))
 
 
-def quantiles(values: list[float]) -> tuple[float, float]:
-    """10th and 90th percentiles (linear interpolation)."""
-    lo, hi = np.quantile(np.array(values), [(1 - COVERAGE) / 2, 1 - (1 - COVERAGE) / 2])
+def quantiles(values: list[float], groups: list[str] | None = None) -> tuple[float, float]:
+    """10th and 90th percentiles of ``values``, each row weighted ``1 / (rows of its family)`` when ``groups``
+    names the families (families, not rows, are the exchangeable units of a grouped check: one tutorial's eight
+    rows must not outvote six other families); weighted quantiles by linear interpolation of the weighted CDF at
+    the rows' mid-weights (Hyndman & Fan 1996 definition 5, weighted)."""
+    v = np.array(values, dtype=float)
+    if groups is None:
+        w = np.ones_like(v)
+    else:
+        count = {g: groups.count(g) for g in set(groups)}
+        w = np.array([1.0 / count[g] for g in groups])
+    order = np.argsort(v)
+    v, w = v[order], w[order]
+    cdf = (np.cumsum(w) - 0.5 * w) / w.sum()
+    lo, hi = np.interp([(1 - COVERAGE) / 2, 1 - (1 - COVERAGE) / 2], cdf, v)
     return float(lo), float(hi)
 
 
@@ -172,8 +223,9 @@ def lofo_intervals(rows: list[dict]) -> dict:
         per = {}
         for m in METRICS:
             vals = [x for r in sub if (x := resid(r, m)) is not None]
+            fams = [r["family"] for r in sub if resid(r, m) is not None]
             if len(vals) >= MIN_RESIDUALS:
-                lo, hi = quantiles(vals)
+                lo, hi = quantiles(vals, fams)
                 per[m] = {"q10_log": round(lo, 4), "q90_log": round(hi, 4), "residuals": len(vals),
                           "families": len({r["family"] for r in sub if resid(r, m) is not None})}
         shipped[cls] = per
@@ -181,13 +233,14 @@ def lofo_intervals(rows: list[dict]) -> dict:
             others = [r for r in sub if r["family"] != fam]
             for m in METRICS:
                 vals = [x for r in others if (x := resid(r, m)) is not None]
+                fams = [r["family"] for r in others if resid(r, m) is not None]
                 for r in sub:
                     if r["family"] != fam or (x := resid(r, m)) is None:
                         continue
                     if len(vals) < MIN_RESIDUALS:
                         checks.append({"id": r["id"], "class": cls, "metric": m, "status": "no measured error"})
                         continue
-                    lo, hi = quantiles(vals)
+                    lo, hi = quantiles(vals, fams)
                     checks.append({"id": r["id"], "class": cls, "metric": m, "inside": lo <= x <= hi})
     scored = [c for c in checks if "inside" in c]
     cov = {m: (round(sum(c["inside"] for c in scored if c["metric"] == m) /
@@ -244,7 +297,14 @@ def markdown(result: dict) -> str:
         return " | ".join(f"{t[m]['mape_percent']} % ({t[m]['median_signed_percent']:+} %, {t[m]['rows']})"
                           if m in t else "–" for m in METRICS)
     c = result["corpus"]
-    lines = [f"Corpus: {c['rows']} rows ({c['ci_rows']} CI baselines, {c['ci_expressible']} of them expressible; "
+    pe = result["prefill_efficiency"]
+    lines = [f"`prefill_efficiency`, refitted grouped leave-one-family-out over {pe['grid']} (per left-out family: "
+             f"{', '.join(f'{k} {v}' for k, v in pe['per_family'].items())}; on all rows {pe['best_on_all_rows']}): "
+             f"out-of-sample loss {pe['lofo_loss_refit']} against {pe['lofo_loss_term_off']} with the term off, so "
+             + (f"it ships at {pe['shipped']} and the figures below are each family's prediction at its fold's "
+                f"value." if pe["adopted"] else "it is **not** adopted (ships at 1.0) and the figures below are the "
+                "term-off model's, out of sample for every row but the 11 fitted ones."), ""]
+    lines += [f"Corpus: {c['rows']} rows ({c['ci_rows']} CI baselines, {c['ci_expressible']} of them expressible; "
              f"{c['pr_rows']} curated), {c['models']} models, hardware {', '.join(c['hardware'])}; scored "
              f"{result['scored_rows']} rows ({result['failed_rows']} failed to plan). Spearman of output tokens/s "
              f"{result['spearman']}. Run {result['date']}, {result['seconds']} s.", ""]
@@ -254,6 +314,15 @@ def markdown(result: dict) -> str:
         for t in result["tables"][key]:
             lines.append(f"| {t['group']} | {t['rows']} | {cells(t)} |")
         lines.append("")
+    wf = result["without_fitted_rows"][0] if result["without_fitted_rows"] else {}
+    pr = (result["proxy_rows"]["all"] or [{}])[0]
+    lines += [f"Without the 11 rows the five constants were fitted to: tokens/s "
+              f"{wf.get('output_throughput', {}).get('mape_percent', '–')} %, TPOT "
+              f"{wf.get('median_tpot_ms', {}).get('mape_percent', '–')} %, TTFT "
+              f"{wf.get('median_ttft_ms', {}).get('mape_percent', '–')} % ({wf.get('rows', 0)} rows). "
+              f"DeepSeek-V3.2 proxy rows ({result['proxy_rows']['rows']}, planned as deepseek_r1, in no table "
+              f"above or interval): tokens/s {pr.get('output_throughput', {}).get('mape_percent', '–')} % "
+              f"(median signed {pr.get('output_throughput', {}).get('median_signed_percent', '–')} %).", ""]
     cov = result["intervals"]["coverage"]
     lines += ["80 % intervals, grouped leave-one-family-out (fraction of left-out rows inside the interval of the "
               "other families of their class):", "",
@@ -278,8 +347,19 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def score_kept_out(path: Path, shipped: dict) -> dict:
-    rows = predict_rows(yaml.safe_load(path.read_text())["rows"])
+def kept_out_rows(git_dir: str) -> list[dict]:
+    """The kept-out check's expressible CI rows, in :func:`fit_rows`' shape (imported now, never stored)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from import_ci_config import build_corpus
+
+    return [{"id": r["id"], "family": re.search(r"\bmodel=(\S+)", " ".join(r["overrides"]))[1], "kind": "CI baseline",
+             "citation": r["citation"], "measured": {r["metric"]: r["value"]}, "overrides": " ".join(r["overrides"])}
+            for r in build_corpus(git_dir, kept_out_only=True)["rows"]]
+
+
+def score_kept_out(git_dir: str, shipped: dict, prefill_eff: float) -> dict:
+    """Error and interval coverage of the shipped model on the kept-out rows (evaluation only)."""
+    rows = predict_rows(kept_out_rows(git_dir), {"prefill_efficiency": prefill_eff})
     ok = [r for r in rows if "pred" in r]
     inside = []
     for r in ok:
@@ -292,24 +372,45 @@ def score_kept_out(path: Path, shipped: dict) -> dict:
             "detail": [{k: r.get(k) for k in ("id", "measured", "pred", "class", "error")} for r in rows]}
 
 
+def set_prefill_efficiency(path: Path, value: float) -> None:
+    """Write ``constants.prefill_efficiency`` into a calibration file (one line, replaced or added after
+    ``mtp_accept_length``)."""
+    line = (f"  prefill_efficiency: {value:g}   # chosen by grouped leave-one-family-out over {list(PREFILL_GRID)} "
+            f"(benchmarks/perf_corpus_eval.py): multiplier on gemm_efficiency for a step holding a prefill chunk")
+    text = path.read_text()
+    if "prefill_efficiency:" in text:
+        text = re.sub(r"^  prefill_efficiency:.*$", line, text, flags=re.M)
+    else:
+        text = re.sub(r"^(  mtp_accept_length:.*)$", lambda m: m[1] + "\n" + line, text, count=1, flags=re.M)
+    path.write_text(text)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-write", action="store_true")
-    ap.add_argument("--kept-out", type=Path, help="rows of the kept-out check (scored only)")
+    ap.add_argument("--kept-out", metavar="GIT_DIR", help="a vllm-ascend git dir: also score the kept-out CI rows")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    rows = predict_rows(fit_rows())
+    corpus = fit_rows()
+    proxy_rows = predict_rows([r for r in corpus if r.get("proxy")])
+    rows, prefill_eff, refit = lofo_refit([r for r in corpus if not r.get("proxy")])
     ok = [{**r, "all": "all"} for r in rows if "pred" in r]
     result = {"date": dt.date.today().isoformat(), "corpus": corpus_counts(), "scored_rows": len(ok),
               "failed_rows": len(rows) - len(ok),
               "tables": {k: error_table(ok, k) for k in ("all", "hardware", "family", "quant", "workload_kind",
                                                           "class")},
-              "spearman": spearman(ok), "intervals": lofo_intervals(ok)}
+              "spearman": spearman(ok), "intervals": lofo_intervals(ok),
+              "prefill_efficiency": {"shipped": prefill_eff, "grid": list(PREFILL_GRID), **refit},
+              "without_fitted_rows": error_table([r for r in ok if not r["fitted"]], "all"),
+              "proxy_rows": {"rows": len(proxy_rows), "note": "DeepSeek-V3.2 planned as deepseek_r1 (DSA priced "
+                             "dense): scored apart, in no interval", "all": error_table(
+                                 [{**r, "all": "all"} for r in proxy_rows if "pred" in r], "all")}}
     result["seconds"] = round(time.perf_counter() - t0, 1)
     result["rows"] = [{k: r.get(k) for k in ("id", "family", "class", "hardware", "quant", "workload_kind",
-                                             "citation", "measured", "pred", "loo", "error")} for r in rows]
+                                             "citation", "measured", "pred", "fitted", "prefill_efficiency",
+                                             "error")} for r in rows]
     if args.kept_out:
-        result["kept_out"] = score_kept_out(args.kept_out, result["intervals"]["shipped"])
+        result["kept_out"] = score_kept_out(args.kept_out, result["intervals"]["shipped"], prefill_eff)
     result["plots"] = [] if args.no_write else plot(ok, ROOT / "docs" / "img")
     print(json.dumps({k: result[k] for k in ("corpus", "spearman", "scored_rows")}, indent=1))
     print(json.dumps(result["tables"]["all"], indent=1), json.dumps(result["intervals"]["coverage"]))
@@ -321,6 +422,8 @@ def main() -> int:
     out.write_text(text)
     (ROOT / "benchmarks" / "data" / "perf_corpus_eval.json").write_text(text)
     INTERVALS.write_text(intervals_text(result))
+    for hw in ("atlas_800i_a2", "atlas_800i_a2_910b4", "atlas_800i_a3", "atlas_300i_duo"):
+        set_prefill_efficiency(CALIBRATION_DIR / f"{hw}.yaml", prefill_eff)
     doc = ROOT / "docs" / "performance_model.md"
     md = doc.read_text()
     block = f"<!-- corpus-eval -->\n{markdown(result)}<!-- /corpus-eval -->"

@@ -88,7 +88,8 @@ IGNORED = {"--host", "--port", "--trust-remote-code", "--seed", "--served-model-
            "--default-chat-template-kwargs", "--tool-call-parser", "--enable-auto-tool-choice",
            "--chat-template", "--api-server-count", "--distributed-executor-backend", "--allowed-local-media-path",
            "--tokenizer-mode", "--safetensors-load-strategy", "--profiler-config", "--model-loader-extra-config",
-           "--enable-force-include-usage", "--enable-chunked-prefill"}
+           "--enable-force-include-usage", "--enable-chunked-prefill", "--disable-log-stats",
+           "--disable-log-requests", "--no-enable-log-requests"}
 
 
 def kept_out(path: str) -> bool:
@@ -285,6 +286,7 @@ def parse_argv(argv: list[str]) -> dict[str, Any]:
     flags: dict[str, Any] = {}
     rest = argv[3:] if argv[:2] == ["vllm", "serve"] else argv
     i = 0
+    rest = [t for tok in rest for t in (shlex.split(tok) if tok.startswith("--") and " " in tok.strip() else [tok])]
     while i < len(rest):
         tok = rest[i]
         if not tok.startswith("--"):
@@ -430,8 +432,9 @@ def family_of(model_repo: str) -> str:
     return re.sub(r"[-_](w8a8.*|w4a8.*|w4a4.*|int8.*|fp8.*|mxfp.*|quarot.*|bf16.*|eagle.*)$", "", name)
 
 
-def build_corpus(git_dir: str) -> dict[str, Any]:
-    """The corpus (``rows``, ``unexpressible``, ``skipped``) from a vllm-ascend git directory."""
+def build_corpus(git_dir: str, kept_out_only: bool = False) -> dict[str, Any]:
+    """The corpus (``rows``, ``unexpressible``, ``skipped``) from a vllm-ascend git directory; ``kept_out_only``:
+    the kept-out check's rows instead (only those, for scoring; never written into the corpus)."""
     vers = versions(git_dir)
     blobs = read_blobs(git_dir, [v["blob"] for v in vers])
     tag_dates = tags(git_dir)
@@ -452,9 +455,6 @@ def build_corpus(git_dir: str) -> dict[str, Any]:
     last: dict[tuple[str, str], float] = {}
     candidates = []
     for v in vers:
-        if kept_out(v["path"]):
-            skipped["kept_out"] += 1
-            continue
         try:
             raw = yaml.safe_load(blobs[v["blob"]])
         except yaml.YAMLError:
@@ -481,6 +481,10 @@ def build_corpus(git_dir: str) -> dict[str, Any]:
         files_of.setdefault(value, set()).add(Path(v["path"]).name)
     rows, unexpressible, done = [], [], set()
     for v, raw, case, value in candidates:
+        if kept_out(v["path"]) != kept_out_only:  # counted for copies above, never emitted
+            what = "not_kept_out" if kept_out_only else "kept_out"
+            skipped[what] = skipped.get(what, 0) + 1
+            continue
         if len(files_of[value]) > 1:
             skipped["copied"] += 1
             continue
@@ -515,8 +519,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("git_dir", help="a vllm-ascend git directory (bare or .git)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--kept-out", action="store_true", help="write the kept-out check's rows instead (to --out, "
+                                                            "which must then not be the corpus file)")
     args = ap.parse_args(argv)
-    corpus = build_corpus(args.git_dir)
+    if args.kept_out and args.out.resolve() == OUT.resolve():
+        ap.error("--kept-out writes the check rows: give --out outside ascendflow/perfmodel/corpus/")
+    corpus = build_corpus(args.git_dir, kept_out_only=args.kept_out)
     corpus["head"] = _git(args.git_dir, "rev-parse", "refs/heads/main").strip()[:12]
     corpus["generated"] = dt.date.today().isoformat()
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -140,7 +140,9 @@ def interval_of(predicted: Mapping[str, float], intervals: Mapping[str, Any] | N
             "source": data.get("file", "calibration/intervals.yaml"),
             "residuals": min(int(per[m]["residuals"]) for m in need),
             "metric_residuals": {k: INTERVAL_METRIC[k] for k in predicted},
-            "residuals_by_metric": {m: int(per[m]["residuals"]) for m in need}}
+            "residuals_by_metric": {m: int(per[m]["residuals"]) for m in need},
+            **({"measured_coverage": {m: data["lofo_coverage"][m]["covered"] for m in need
+                                      if m in (data.get("lofo_coverage") or {})}} if data.get("lofo_coverage") else {})}
     return low, high, info
 
 
