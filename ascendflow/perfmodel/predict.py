@@ -146,11 +146,12 @@ def interval_of(predicted: Mapping[str, float], intervals: Mapping[str, Any] | N
     return low, high, info
 
 
-def format_interval(value: float, low: float | None, high: float | None, fmt: str = ",.0f") -> str:
-    """``2,210 (1,750–2,600)``; the bare value without an interval."""
+def format_interval(value: float, low: float | None, high: float | None, fmt: str = ",.0f", unit: str = "") -> str:
+    """``2,210 tok/s (1,750–2,600)``; the bare figure (``2,210 tok/s``) without an interval."""
+    figure = f"{value:{fmt}}" + (f" {unit}" if unit else "")
     if low is None or high is None:
-        return format(value, fmt)
-    return f"{value:{fmt}} ({low:{fmt}}–{high:{fmt}})"
+        return figure
+    return f"{figure} ({low:{fmt}}–{high:{fmt}})"
 
 
 def _calibrated(kind: str | None) -> bool:
