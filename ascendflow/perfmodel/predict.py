@@ -128,8 +128,8 @@ def interval_of(predicted: Mapping[str, float], intervals: Mapping[str, Any] | N
     missing = [m for m in need if m not in per]
     if not per or missing:
         return None, None, {"status": "no measured error", "class": cls,
-                            "reason": (f"no out-of-sample residuals of {', '.join(missing or need)} for class {cls} "
-                                       f"in the measurement corpus"),
+                            "reason": (f"fewer than 3 out-of-sample residuals of {', '.join(missing or need)} for "
+                                       f"class {cls} in the measurement corpus"),
                             "source": data.get("file", "calibration/intervals.yaml")}
     low, high = {}, {}
     for k, v in predicted.items():
