@@ -84,13 +84,15 @@ def simulate(plan: dict, spec, calibration: dict, override: dict | None = None) 
     """Predicted metrics of the row's workload (the scheduler model x the NPU step model at ``calibration``, with
     ``override`` constants laid over it)."""
     hw = npu_peaks(spec.hardware.model_dump(), calibration)
-    consts = NpuConstants(**{k: float(v) for k, v in {**calibration["constants"], **(override or {})}.items()})
+    override = dict(override or {})
+    latency = float(override.pop("request_latency_s", calibration.get("request_latency_s") or 0.0))
+    consts = NpuConstants(**{k: float(v) for k, v in {**calibration["constants"], **override}.items()})
     step = npu_step_model(plan, hw, consts, spec.quantization.model_dump())
     w = spec.workload
     dp = int(plan["engine_args"].get("data_parallel_size") or 1)
     return scheduler.simulate_dp(workload_requests(w, None), limits_of(plan), step, data_parallel_size=dp,
                                  max_concurrency=w.max_concurrency, request_rate=w.request_rate,
-                                 seed=w.seed).metrics()
+                                 seed=w.seed, request_latency_s=latency).metrics()
 
 
 def predict_rows(rows: list[dict], override: dict | None = None, quiet: bool = False) -> list[dict]:
@@ -127,8 +129,13 @@ def predict_rows(rows: list[dict], override: dict | None = None, quiet: bool = F
     return out
 
 
-#: Values of ``prefill_efficiency`` compared by grouped leave-one-family-out (1.0: the term off).
-PREFILL_GRID = (1.0, 0.7, 0.5, 0.35, 0.25)
+#: Terms refitted grouped leave-one-family-out, in order, each on top of the ones before (its first value: term off).
+#: ``prefill_efficiency``: multiplier on ``gemm_efficiency`` for steps with a prefill chunk (npu.py);
+#: ``request_latency_s``: client-to-engine time of a request counted in TTFT (HTTP, chat template, tokenization,
+#: the API server's hand-off), as the CPU table model's ``CPU_REQUEST_LATENCY_S``.
+TERMS = (("prefill_efficiency", (1.0, 0.7, 0.5, 0.35, 0.25)),
+         ("request_latency_s", (0.0, 0.025, 0.05, 0.1, 0.2)))
+PREFILL_GRID = TERMS[0][1]
 
 
 def loss(rows: list[dict]) -> float:
@@ -136,29 +143,43 @@ def loss(rows: list[dict]) -> float:
     return sum(x * x for r in rows for m in METRICS if (x := resid(r, m)) is not None)
 
 
-def lofo_refit(rows: list[dict]) -> tuple[list[dict], float, dict]:
-    """Grouped leave-one-family-out refit of ``prefill_efficiency`` over :data:`PREFILL_GRID`: each family's rows
-    predicted at the value that fits the *other* families best. The term ships (the value chosen on all rows) only
-    if these out-of-sample predictions beat the term off (1.0) on the same rows (sum of squared log residuals);
-    else 1.0 ships and the rows returned are the term-off predictions. Returns the rows, the shipped value and the
-    choice's facts."""
-    by_value = {g: {r["id"]: r for r in predict_rows(rows, {"prefill_efficiency": g}, quiet=True)} for g in PREFILL_GRID}
+def lofo_refit(rows: list[dict], name: str, grid: tuple[float, ...], base: dict | None = None
+               ) -> tuple[list[dict], float, dict]:
+    """Grouped leave-one-family-out refit of the term ``name`` over ``grid`` (``grid[0]``: the term off), on top of
+    the ``base`` terms: each family's rows predicted at the value that fits the *other* families best. The term
+    ships (the value chosen on all rows) only if these out-of-sample predictions beat the term off on the same rows
+    (sum of squared log residuals); else ``grid[0]`` ships and the rows returned are the term-off predictions."""
+    base = dict(base or {})
+    by_value = {g: {r["id"]: r for r in predict_rows(rows, {**base, name: g}, quiet=True)} for g in grid}
     fams = sorted({r["family"] for r in rows})
     chosen, refit = {}, []
     for fam in fams:
-        g = min(PREFILL_GRID, key=lambda v: (loss([r for r in by_value[v].values() if r["family"] != fam
-                                                    and "pred" in r]), -v))
+        g = min(grid, key=lambda v: (loss([r for r in by_value[v].values() if r["family"] != fam
+                                           and "pred" in r]), abs(v - grid[0])))
         chosen[fam] = g
-        refit += [{**r, "prefill_efficiency": g} for r in by_value[g].values() if r["family"] == fam]
-    best_all = min(PREFILL_GRID, key=lambda v: (loss([r for r in by_value[v].values() if "pred" in r]), -v))
-    off = [{**r, "prefill_efficiency": 1.0} for r in by_value[1.0].values()]
+        refit += [{**r, name: g} for r in by_value[g].values() if r["family"] == fam]
+    best_all = min(grid, key=lambda v: (loss([r for r in by_value[v].values() if "pred" in r]), abs(v - grid[0])))
+    off = [{**r, name: grid[0]} for r in by_value[grid[0]].values()]
     lofo_loss, off_loss = loss([r for r in refit if "pred" in r]), loss([r for r in off if "pred" in r])
     adopted = lofo_loss < off_loss
-    facts = {"per_family": chosen, "best_on_all_rows": best_all, "adopted": adopted,
+    facts = {"term": name, "grid": list(grid), "per_family": chosen, "best_on_all_rows": best_all,
+             "adopted": adopted, "shipped": best_all if adopted else grid[0],
              "lofo_loss_refit": round(lofo_loss, 3), "lofo_loss_term_off": round(off_loss, 3),
              "loss_all_rows": {str(g): round(loss([r for r in by_value[g].values() if "pred" in r]), 3)
-                               for g in PREFILL_GRID}}
-    return (refit, best_all, facts) if adopted else (off, 1.0, facts)
+                               for g in grid}}
+    return (refit, best_all, facts) if adopted else (off, grid[0], facts)
+
+
+def refit_terms(rows: list[dict]) -> tuple[list[dict], dict, list[dict]]:
+    """Every :data:`TERMS` refit in turn (:func:`lofo_refit`); the shipped values, the final out-of-sample rows
+    and each term's facts. A term adopted out of sample is carried into the next term's base at its shipped
+    value."""
+    base, facts, out = {}, [], rows
+    for name, grid in TERMS:
+        out, value, f = lofo_refit(rows, name, grid, base)
+        base[name] = value
+        facts.append(f)
+    return out, base, facts
 
 
 def resid(row: dict, m: str) -> float | None:
@@ -297,13 +318,16 @@ def markdown(result: dict) -> str:
         return " | ".join(f"{t[m]['mape_percent']} % ({t[m]['median_signed_percent']:+} %, {t[m]['rows']})"
                           if m in t else "–" for m in METRICS)
     c = result["corpus"]
-    pe = result["prefill_efficiency"]
-    lines = [f"`prefill_efficiency`, refitted grouped leave-one-family-out over {pe['grid']} (per left-out family: "
-             f"{', '.join(f'{k} {v}' for k, v in pe['per_family'].items())}; on all rows {pe['best_on_all_rows']}): "
-             f"out-of-sample loss {pe['lofo_loss_refit']} against {pe['lofo_loss_term_off']} with the term off, so "
-             + (f"it ships at {pe['shipped']} and the figures below are each family's prediction at its fold's "
-                f"value." if pe["adopted"] else "it is **not** adopted (ships at 1.0) and the figures below are the "
-                "term-off model's, out of sample for every row but the 11 fitted ones."), ""]
+    lines = []
+    for f in result["terms"]:
+        lines += [f"`{f['term']}`, refitted grouped leave-one-family-out over {f['grid']} (per left-out family: "
+                  f"{', '.join(f'{k} {v:g}' for k, v in f['per_family'].items())}; on all rows "
+                  f"{f['best_on_all_rows']:g}): out-of-sample loss {f['lofo_loss_refit']} against "
+                  f"{f['lofo_loss_term_off']} with the term off, so "
+                  + (f"it ships at {f['shipped']:g}." if f["adopted"] else
+                     f"it is **not** adopted (ships at {f['shipped']:g})."), ""]
+    lines += ["Every figure below is out of sample by family: each family's prediction at its own fold's values of "
+              "the adopted terms (the term-off model where none is adopted; the 11 fitted rows excepted).", ""]
     lines += [f"Corpus: {c['rows']} rows ({c['ci_rows']} CI baselines, {c['ci_expressible']} of them expressible; "
              f"{c['pr_rows']} curated), {c['models']} models, hardware {', '.join(c['hardware'])}; scored "
              f"{result['scored_rows']} rows ({result['failed_rows']} failed to plan). Spearman of output tokens/s "
@@ -357,9 +381,9 @@ def kept_out_rows(git_dir: str) -> list[dict]:
             for r in build_corpus(git_dir, kept_out_only=True)["rows"]]
 
 
-def score_kept_out(git_dir: str, shipped: dict, prefill_eff: float) -> dict:
+def score_kept_out(git_dir: str, shipped: dict, terms: dict) -> dict:
     """Error and interval coverage of the shipped model on the kept-out rows (evaluation only)."""
-    rows = predict_rows(kept_out_rows(git_dir), {"prefill_efficiency": prefill_eff})
+    rows = predict_rows(kept_out_rows(git_dir), terms)
     ok = [r for r in rows if "pred" in r]
     inside = []
     for r in ok:
@@ -372,16 +396,22 @@ def score_kept_out(git_dir: str, shipped: dict, prefill_eff: float) -> dict:
             "detail": [{k: r.get(k) for k in ("id", "measured", "pred", "class", "error")} for r in rows]}
 
 
-def set_prefill_efficiency(path: Path, value: float) -> None:
-    """Write ``constants.prefill_efficiency`` into a calibration file (one line, replaced or added after
-    ``mtp_accept_length``)."""
-    line = (f"  prefill_efficiency: {value:g}   # chosen by grouped leave-one-family-out over {list(PREFILL_GRID)} "
-            f"(benchmarks/perf_corpus_eval.py): multiplier on gemm_efficiency for a step holding a prefill chunk")
+def set_terms(path: Path, terms: dict) -> None:
+    """Write the refitted terms into a calibration file: ``constants.prefill_efficiency`` (after
+    ``mtp_accept_length``) and the top-level ``request_latency_s`` (after ``hardware:``), replacing earlier lines."""
     text = path.read_text()
+    why = "chosen by grouped leave-one-family-out (benchmarks/perf_corpus_eval.py)"
+    pe = f"  prefill_efficiency: {terms['prefill_efficiency']:g}   # {why}: multiplier on gemm_efficiency for a step " \
+         f"holding a prefill chunk"
     if "prefill_efficiency:" in text:
-        text = re.sub(r"^  prefill_efficiency:.*$", line, text, flags=re.M)
+        text = re.sub(r"^  prefill_efficiency:.*$", lambda _: pe, text, flags=re.M)
     else:
-        text = re.sub(r"^(  mtp_accept_length:.*)$", lambda m: m[1] + "\n" + line, text, count=1, flags=re.M)
+        text = re.sub(r"^(  mtp_accept_length:.*)$", lambda m: m[1] + "\n" + pe, text, count=1, flags=re.M)
+    rl = f"request_latency_s: {terms['request_latency_s']:g}   # {why}: client-to-engine time of a request, in TTFT"
+    if re.search(r"^request_latency_s:", text, flags=re.M):
+        text = re.sub(r"^request_latency_s:.*$", lambda _: rl, text, flags=re.M)
+    else:
+        text = re.sub(r"^(hardware: .*)$", lambda m: m[1] + "\n" + rl, text, count=1, flags=re.M)
     path.write_text(text)
 
 
@@ -393,24 +423,23 @@ def main() -> int:
     t0 = time.perf_counter()
     corpus = fit_rows()
     proxy_rows = predict_rows([r for r in corpus if r.get("proxy")])
-    rows, prefill_eff, refit = lofo_refit([r for r in corpus if not r.get("proxy")])
+    rows, shipped_terms, refits = refit_terms([r for r in corpus if not r.get("proxy")])
     ok = [{**r, "all": "all"} for r in rows if "pred" in r]
     result = {"date": dt.date.today().isoformat(), "corpus": corpus_counts(), "scored_rows": len(ok),
               "failed_rows": len(rows) - len(ok),
               "tables": {k: error_table(ok, k) for k in ("all", "hardware", "family", "quant", "workload_kind",
                                                           "class")},
               "spearman": spearman(ok), "intervals": lofo_intervals(ok),
-              "prefill_efficiency": {"shipped": prefill_eff, "grid": list(PREFILL_GRID), **refit},
+              "terms": refits, "shipped_terms": shipped_terms,
               "without_fitted_rows": error_table([r for r in ok if not r["fitted"]], "all"),
               "proxy_rows": {"rows": len(proxy_rows), "note": "DeepSeek-V3.2 planned as deepseek_r1 (DSA priced "
                              "dense): scored apart, in no interval", "all": error_table(
                                  [{**r, "all": "all"} for r in proxy_rows if "pred" in r], "all")}}
     result["seconds"] = round(time.perf_counter() - t0, 1)
     result["rows"] = [{k: r.get(k) for k in ("id", "family", "class", "hardware", "quant", "workload_kind",
-                                             "citation", "measured", "pred", "fitted", "prefill_efficiency",
-                                             "error")} for r in rows]
+                                             "citation", "measured", "pred", "fitted", "error")} for r in rows]
     if args.kept_out:
-        result["kept_out"] = score_kept_out(args.kept_out, result["intervals"]["shipped"], prefill_eff)
+        result["kept_out"] = score_kept_out(args.kept_out, result["intervals"]["shipped"], shipped_terms)
     result["plots"] = [] if args.no_write else plot(ok, ROOT / "docs" / "img")
     print(json.dumps({k: result[k] for k in ("corpus", "spearman", "scored_rows")}, indent=1))
     print(json.dumps(result["tables"]["all"], indent=1), json.dumps(result["intervals"]["coverage"]))
@@ -423,7 +452,7 @@ def main() -> int:
     (ROOT / "benchmarks" / "data" / "perf_corpus_eval.json").write_text(text)
     INTERVALS.write_text(intervals_text(result))
     for hw in ("atlas_800i_a2", "atlas_800i_a2_910b4", "atlas_800i_a3", "atlas_300i_duo"):
-        set_prefill_efficiency(CALIBRATION_DIR / f"{hw}.yaml", prefill_eff)
+        set_terms(CALIBRATION_DIR / f"{hw}.yaml", shipped_terms)
     doc = ROOT / "docs" / "performance_model.md"
     md = doc.read_text()
     block = f"<!-- corpus-eval -->\n{markdown(result)}<!-- /corpus-eval -->"

@@ -256,7 +256,8 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
         return {"status": "not predicted", "reason": source}
     if workload.dataset == "chat" and not chat_lengths:
         return {"status": "not predicted", "reason": "chat dataset: prompt token lengths not given"}
-    latency = CPU_REQUEST_LATENCY_S if table is not None and table.get("hardware") == "cpu" else 0.0
+    latency = (CPU_REQUEST_LATENCY_S if table is not None and table.get("hardware") == "cpu" else
+               float(calibration.get("request_latency_s") or 0.0) if source.startswith("NPU step model") else 0.0)
     try:
         metrics = predict_metrics(plan, workload, step, chat_lengths, latency)
     except ValueError as exc:
