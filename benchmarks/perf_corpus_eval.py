@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from ascendflow.perfmodel import scheduler  # noqa: E402
 from ascendflow.perfmodel.calibration import CALIBRATION_DIR, load_calibration  # noqa: E402
-from ascendflow.perfmodel.corpus import corpus_counts, fit_rows  # noqa: E402
+from ascendflow.perfmodel.corpus import CI_ROWS, corpus_counts, fit_rows  # noqa: E402
 from ascendflow.perfmodel.npu import NpuConstants, model_class  # noqa: E402
 from ascendflow.perfmodel.predict import interval_class, limits_of, npu_peaks, workload_requests  # noqa: E402
 from ascendflow.perfmodel.npu import npu_step_model  # noqa: E402
@@ -366,6 +366,10 @@ def markdown(result: dict) -> str:
         meas = ", ".join(f"{m} {v:g}" for m, v in r["measured"].items())
         pred = ", ".join(f"{m} {r['pred'][m]:.4g}" for m in r["measured"]) if "pred" in r else r.get("error", "")
         lines.append(f"| {r['id']} | {r['family']} | {r.get('class', '')} | {meas} | {pred} |")
+    lines += ["", "What the unexpressible CI rows lack (a row may lack several; "
+              "`ascendflow/perfmodel/corpus/ci_rows.json` `unexpressible[].missing`):", "",
+              "| missing knob | rows |", "|---|---|"]
+    lines += [f"| {k} | {n} |" for k, n in result["missing_knobs"]]
     for p in result["plots"]:
         lines += ["", f"![{p}](img/{p})"]
     return "\n".join(lines) + "\n"
@@ -436,6 +440,12 @@ def main() -> int:
                              "dense): scored apart, in no interval", "all": error_table(
                                  [{**r, "all": "all"} for r in proxy_rows if "pred" in r], "all")}}
     result["seconds"] = round(time.perf_counter() - t0, 1)
+    missing: dict[str, int] = {}
+    for r in json.loads(CI_ROWS.read_text())["unexpressible"]:
+        for k in r["missing"]:
+            k = re.sub(r"^model .*\(no conf/model option\)$", "model without a conf/model option", k)
+            missing[k] = missing.get(k, 0) + 1
+    result["missing_knobs"] = sorted(missing.items(), key=lambda kv: (-kv[1], kv[0]))[:15]
     result["rows"] = [{k: r.get(k) for k in ("id", "family", "class", "hardware", "quant", "workload_kind",
                                              "citation", "measured", "pred", "fitted", "error")} for r in rows]
     if args.kept_out:
