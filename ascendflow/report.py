@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from ascendflow.compiler import Plan
 from ascendflow.compiler.memory.overheads import GIB
+from ascendflow.perfmodel.predict import format_interval
 from ascendflow.tracking.mlflow_run import bench_metrics
 
 
@@ -107,9 +108,17 @@ def summary_rows(plan: Plan, record: Mapping[str, Any], written: Mapping[str, Pa
     rows.update(engine_arg_rows(plan))
     pred = (plan.performance or {}).get("predicted")
     if pred and "output_throughput_rel_error" not in m:
-        rows["perf model"] = (f"predicted {pred['output_throughput']:.0f} tok/s, TPOT median "
-                              f"{pred['median_tpot_ms']:.1f} ms, TTFT median {pred['median_ttft_ms']:.0f} ms "
-                              f"({plan.performance['source']})")
+        low = plan.performance.get("predicted_low") or {}
+        high = plan.performance.get("predicted_high") or {}
+
+        def fig(key: str, fmt: str, unit: str) -> str:
+            return format_interval(pred[key], low.get(key), high.get(key), fmt, unit)
+        iv = plan.performance.get("interval") or {}
+        label = (f"; 80 % interval of class {iv['class']}" if "coverage" in iv else
+                 "; no measured error" if iv.get("status") == "no measured error" else "")
+        rows["perf model"] = (f"predicted {fig('output_throughput', ',.0f', 'tok/s')}, TPOT median "
+                              f"{fig('median_tpot_ms', ',.1f', 'ms')}, TTFT median {fig('median_ttft_ms', ',.0f', 'ms')} "
+                              f"({plan.performance['source']}{label})")
     if (plan.performance or {}).get("status") == "not predicted":
         rows["perf model"] = f"not predicted ({plan.performance.get('reason', '?')})"
     compared = [(label, key, unit, fmt) for label, key, unit, fmt in (

@@ -37,15 +37,22 @@ Patterson, "Roofline", CACM 52(4), 2009) at *achieved* efficiencies fitted to pu
   also launches each layer's kernels from the host: ``eager_layer_overhead_s`` per layer (vLLM
   ``compilation_config.cudagraph_mode``; ACL graphs in vllm-ascend ``compilation/acl_graph.py``).
 * **MTP** (DeepSeek-V3, arXiv 2412.19437 §2.2, §5.4.3): a decode row verifies ``1 + s`` tokens and runs the draft
-  layer ``s`` times, and emits ``accept_length`` tokens on average; a decode-only step's time is divided by
-  ``accept_length`` (the scheduler counts one token per row per step). Default ``accept_length`` for ``s = 1``: 1.85
-  (the report's 85–90 % acceptance of the second token).
+  layer ``s`` times, and emits ``(1 − α^(s+1)) / (1 − α)`` tokens on average (Leviathan et al., ICML 2023, eq. 1;
+  :func:`accepted_per_step`); a decode-only step's time is divided by it (the scheduler counts one token per row
+  per step). ``α = mtp_accept_length − 1``; default ``mtp_accept_length`` (``s = 1``): 1.85 (the report's 85–90 %
+  acceptance of the second token), so ``s = 3`` emits 3.18.
+* **Async scheduling** (``--async-scheduling``; vLLM ``vllm/v1/engine/core.py`` ``step_with_batch_queue``): the
+  host's per-step time overlaps the device's forward pass: ``max(device, step_overhead_s)`` instead of the sum.
 * **Chunked prefill**: the scheduler cuts prompts to the token budget; a chunk is priced over its cached prefix.
+* **Prefill efficiency**: a step that holds a prefill chunk runs its compute-bound ops at
+  ``gemm_efficiency × prefill_efficiency`` (the roofline with a per-kernel-class achieved efficiency, Williams et
+  al. 2009: prefill runs the fused prefill attention and large-M GEMMs outside graph replay); 1.0 unless
+  ``benchmarks/perf_corpus_eval.py``'s grouped leave-one-family-out choice ships another value.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from ascendflow.compiler.memory.quant_bytes import quant_bytes
@@ -79,6 +86,7 @@ class NpuConstants:
     hccs_bandwidth_gbps: float
     internode_bandwidth_gbps: float
     mtp_accept_length: float
+    prefill_efficiency: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,18 @@ class NpuLayout:
     full_graph_decode: bool = False
     max_capture_size: int = 0
     spec_tokens: int = 0
+    async_scheduling: bool = False
+
+
+def accepted_per_step(spec_tokens: int, accept_length_1: float) -> float:
+    """Mean tokens a decode row emits per step with ``spec_tokens`` draft tokens: ``(1 − α^(s+1)) / (1 − α)`` for a
+    per-token acceptance rate ``α`` (Leviathan et al., "Fast Inference from Transformers via Speculative Decoding",
+    ICML 2023, eq. 1: i.i.d. acceptance), ``α = accept_length_1 − 1`` from the calibrated mean at ``s = 1``
+    (default 1.85: DeepSeek-V3 report, arXiv 2412.19437 §5.4.3). 1 without speculation."""
+    if spec_tokens <= 0:
+        return 1.0
+    a = min(max(accept_length_1 - 1.0, 0.0), 0.999)
+    return (1.0 - a ** (spec_tokens + 1)) / (1.0 - a)
 
 
 def distinct_experts(experts: int, top_k: int, tokens: float) -> float:
@@ -232,6 +252,10 @@ class NpuStepModel:
     def step_s(self, batch: Sequence[Work]) -> float:
         """Seconds for one engine step of this DP rank over ``batch``."""
         a, lay, c = self.arch, self.layout, self.constants
+        if c.prefill_efficiency != 1.0 and any(w.new > 1 for w in batch):
+            # a step with a prefill chunk runs the compute-bound prefill kernels at their own achieved efficiency
+            return replace(self, constants=replace(c, gemm_efficiency=c.gemm_efficiency * c.prefill_efficiency,
+                                                   prefill_efficiency=1.0)).step_s(batch)
         decode = sum(1 for w in batch if w.new == 1)
         t = sum(w.new for w in batch) + decode * lay.spec_tokens
         if not t:
@@ -255,9 +279,13 @@ class NpuStepModel:
         if lay.spec_tokens:  # the MTP draft layer, once per speculative token, on the decode rows
             time += lay.spec_tokens * (common + self._mlp(decode, not experts)) * decode / t
         full_graph = lay.full_graph_decode and decode == len(batch) and len(batch) <= lay.max_capture_size
-        time += c.step_overhead_s + (0.0 if full_graph else c.eager_layer_overhead_s * layers)
+        time += 0.0 if full_graph else c.eager_layer_overhead_s * layers
+        # async scheduling overlaps the host's scheduling and output processing with the device's forward pass
+        # (vLLM --async-scheduling: the engine core schedules step n+1 while step n runs, vllm/v1/engine/core.py
+        # step_with_batch_queue), so the host's per-step time is hidden up to the device time
+        time = max(time, c.step_overhead_s) if lay.async_scheduling else time + c.step_overhead_s
         if lay.spec_tokens and decode == len(batch):
-            time /= c.mtp_accept_length
+            time /= accepted_per_step(lay.spec_tokens, c.mtp_accept_length)
         return time
 
 
@@ -282,7 +310,8 @@ def layout_of(plan: Mapping[str, Any], quantization: Mapping[str, Any] | None) -
         devices_per_node=int(target.get("devices_per_node") or 8),
         linear_scheme=q.get("linear_scheme"), expert_scheme=q.get("expert_scheme"),
         full_graph_decode=not graph.get("enforce_eager") and mode.startswith("FULL"),
-        max_capture_size=max(sizes) if sizes else 0, spec_tokens=int(spec.get("num_speculative_tokens") or 0))
+        max_capture_size=max(sizes) if sizes else 0, spec_tokens=int(spec.get("num_speculative_tokens") or 0),
+        async_scheduling=ea.get("async_scheduling") is True)
 
 
 def npu_step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], constants: NpuConstants,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
-from ascendflow.perfmodel.predict import calibration_error, limits_of, step_model
+from ascendflow.perfmodel.predict import calibration_error, interval_class, interval_of, limits_of, step_model
 from ascendflow.perfmodel.scheduler import simulate
 from ascendflow.perfmodel.steptime import StepModel
 from ascendflow.schema.slo import SloSpec
@@ -189,8 +189,35 @@ def pd_ratio(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Wor
                        "bottleneck": ("balanced" if math.isclose(caps["prefill"], caps["decode"]) else
                                       min(caps, key=lambda r: caps[r]))},
            "measured_error": error}
+    out.update(_pd_interval(out, roles, planned, plan, hardware, calibration))
     out["line"] = ratio_line(out)
     return out
+
+
+def _pd_interval(out: Mapping[str, Any], roles: dict[str, Any], planned: Mapping[str, int], plan: Mapping[str, Any],
+                 hardware: Mapping[str, Any], calibration: Mapping[str, Any] | None) -> dict[str, Any]:
+    """80 % interval of each modelled role's ``rps_per_instance`` (``_low``/``_high``) and of the planned
+    throughput, from the request-throughput residuals of the plan's class (:func:`~ascendflow.perfmodel.predict.
+    interval_of`; a measured role keeps its figure); ``{"interval": {"status": "no measured error", ...}}`` when
+    the class has none."""
+    intervals = (calibration or {}).get("intervals")
+    cls = interval_class(plan["model"]["architecture"], hardware.get("name"))
+    low, high, info = interval_of({"request_throughput": 1.0}, intervals, cls)
+    if low is None:
+        return {"interval": info}
+    caps_low, caps_high = {}, {}
+    for r, x in roles.items():
+        rps = x["rps_per_instance"]
+        if str(x.get("source", "")).startswith("measured"):
+            lo, hi = rps, rps
+        else:
+            lo_d, hi_d, _ = interval_of({"request_throughput": rps}, intervals, cls)
+            lo, hi = lo_d["request_throughput"], hi_d["request_throughput"]
+        x["rps_per_instance_low"], x["rps_per_instance_high"] = lo, hi
+        caps_low[r], caps_high[r] = planned[r] * lo, planned[r] * hi
+    out["planned"]["throughput_rps_low"] = round(min(caps_low.values()), 4)
+    out["planned"]["throughput_rps_high"] = round(min(caps_high.values()), 4)
+    return {"interval": info}
 
 
 def _error_text(error: Any) -> str:

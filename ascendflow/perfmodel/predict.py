@@ -53,6 +53,12 @@ SIMULATED_REQUESTS = 2048
 
 PREDICTED = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "output_throughput",
              "request_throughput")
+#: Which measured metric's residuals bound each predicted figure. Request throughput moves with output tokens/s
+#: (fixed output lengths: ``request_throughput = output_throughput / output_len``); the corpus measures medians (or
+#: means) only, so a p99 takes its median's residuals (stated in ``performance.interval.metric_residuals``).
+INTERVAL_METRIC = {"median_ttft_ms": "median_ttft_ms", "p99_ttft_ms": "median_ttft_ms",
+                   "median_tpot_ms": "median_tpot_ms", "p99_tpot_ms": "median_tpot_ms",
+                   "output_throughput": "output_throughput", "request_throughput": "output_throughput"}
 
 
 def step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], table: Mapping[str, Any] | None,
@@ -64,6 +70,7 @@ def step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], table: Mapp
     Order: a measured op table; else, on an NPU with a ``calibration`` (:mod:`ascendflow.perfmodel.calibration`),
     the :class:`~ascendflow.perfmodel.npu.NpuStepModel` with the run's ``quantization`` schemes; else a roofline."""
     arch = plan["model"]["architecture"]
+    hardware = npu_peaks(hardware, calibration) if calibration is not None else hardware
     peaks = hardware.get("peak_tflops_bf16") and hardware.get("memory_bandwidth_gbps")
     if table is None and calibration is not None and _calibrated(hardware.get("kind")) and peaks:
         consts = NpuConstants(**{k: float(v) for k, v in calibration["constants"].items()})
@@ -86,6 +93,65 @@ def step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], table: Mapp
                       f"memory_bandwidth_gbps in its hardware option")
     over = ROOFLINE_STEP_OVERHEAD_S if overhead_s is None else overhead_s
     return RooflineStepModel(shapes, peak * 1e12, bw * 1e9, over), "roofline estimate" + (f"; {note}" if note else "")
+
+
+def npu_peaks(hardware: Mapping[str, Any], calibration: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``hardware`` with ``peak_tflops_bf16`` / ``memory_bandwidth_gbps`` taken from the calibration's ``peaks``
+    where the hardware option leaves them unset (the Atlas 300I Duo: ``calibration/atlas_300i_duo.yaml`` cites
+    its figures); the option's own figures win."""
+    out = dict(hardware)
+    peaks = (calibration or {}).get("peaks") or {}
+    for key in ("peak_tflops_bf16", "memory_bandwidth_gbps"):
+        if not out.get(key) and peaks.get(key):
+            out[key] = float(peaks[key])
+    return out
+
+
+def interval_class(arch: Mapping[str, Any], hardware_name: str | None) -> str:
+    """The class whose out-of-sample residuals give a prediction's interval: the hardware generation the step
+    model's constants are fitted for (``atlas_a2_a3``: one joint fit over A2 and A3; ``atlas_300i_duo``: its own
+    constants). ``arch`` is kept for the per-model-class error label (:func:`calibration_error`)."""
+    del arch
+    return "atlas_300i_duo" if hardware_name == "atlas_300i_duo" else "atlas_a2_a3"
+
+
+def interval_of(predicted: Mapping[str, float], intervals: Mapping[str, Any] | None, cls: str
+                ) -> tuple[dict[str, float] | None, dict[str, float] | None, dict[str, Any]]:
+    """``(predicted_low, predicted_high, interval)`` for ``predicted`` (same keys) from the class's residual
+    quantiles ``q10_log``/``q90_log`` of ``log(predicted / measured)`` (``calibration/intervals.yaml``, written by
+    ``benchmarks/perf_corpus_eval.py``): ``low = predicted / exp(q90)``, ``high = predicted / exp(q10)``, so the
+    measured value lies inside for the class's stated ``coverage`` of out-of-sample rows. A class (or a metric it
+    needs) without residuals gives ``(None, None, {"status": "no measured error", ...})``: never another class's."""
+    data = intervals or {}
+    per = (data.get("classes") or {}).get(cls) or {}
+    need = sorted({INTERVAL_METRIC[k] for k in predicted if k in INTERVAL_METRIC})
+    missing = [m for m in need if m not in per]
+    if not per or missing:
+        return None, None, {"status": "no measured error", "class": cls,
+                            "reason": (f"fewer than 3 out-of-sample residuals of {', '.join(missing or need)} for "
+                                       f"class {cls} in the measurement corpus"),
+                            "source": data.get("file", "calibration/intervals.yaml")}
+    low, high = {}, {}
+    for k, v in predicted.items():
+        q = per[INTERVAL_METRIC[k]]
+        low[k] = round(v / math.exp(q["q90_log"]), 3)
+        high[k] = round(v / math.exp(q["q10_log"]), 3)
+    info = {"coverage": float(data.get("coverage", 0.8)), "class": cls,
+            "source": data.get("file", "calibration/intervals.yaml"),
+            "residuals": min(int(per[m]["residuals"]) for m in need),
+            "metric_residuals": {k: INTERVAL_METRIC[k] for k in predicted},
+            "residuals_by_metric": {m: int(per[m]["residuals"]) for m in need},
+            **({"measured_coverage": {m: data["lofo_coverage"][m]["covered"] for m in need
+                                      if m in (data.get("lofo_coverage") or {})}} if data.get("lofo_coverage") else {})}
+    return low, high, info
+
+
+def format_interval(value: float, low: float | None, high: float | None, fmt: str = ",.0f", unit: str = "") -> str:
+    """``2,210 tok/s (1,750–2,600)``; the bare figure (``2,210 tok/s``) without an interval."""
+    figure = f"{value:{fmt}}" + (f" {unit}" if unit else "")
+    if low is None or high is None:
+        return figure
+    return f"{figure} ({low:{fmt}}–{high:{fmt}})"
 
 
 def _calibrated(kind: str | None) -> bool:
@@ -190,7 +256,8 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
         return {"status": "not predicted", "reason": source}
     if workload.dataset == "chat" and not chat_lengths:
         return {"status": "not predicted", "reason": "chat dataset: prompt token lengths not given"}
-    latency = CPU_REQUEST_LATENCY_S if table is not None and table.get("hardware") == "cpu" else 0.0
+    latency = (CPU_REQUEST_LATENCY_S if table is not None and table.get("hardware") == "cpu" else
+               float(calibration.get("request_latency_s") or 0.0) if source.startswith("NPU step model") else 0.0)
     try:
         metrics = predict_metrics(plan, workload, step, chat_lengths, latency)
     except ValueError as exc:
@@ -207,6 +274,12 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
                            calibration_error(calibration, plan["model"]["architecture"])
                            if source.startswith("NPU step model") else ROOFLINE_ERROR),
     }
+    if source.startswith("NPU step model"):
+        low, high, info = interval_of(out["predicted"], calibration.get("intervals"),
+                                      interval_class(plan["model"]["architecture"], hardware.get("name")))
+        out["interval"] = info
+        if low is not None:
+            out["predicted_low"], out["predicted_high"] = low, high
     if workload.dataset == "chat":
         out["note"] = "chat: output lengths taken as max_output_tokens (EOS may end replies earlier)"
     if workload.num_prompts > SIMULATED_REQUESTS:
@@ -217,17 +290,32 @@ def predict(plan: Mapping[str, Any], hardware: Mapping[str, Any], workload: Work
     if slo is not None and slo.targets:
         try:
             out["capacity"] = predicted_capacity(plan, workload, slo, step, chat_lengths, latency)
+            if "predicted_low" in out:  # request throughput's interval, scaled to the capacity point
+                lo = out["predicted_low"]["request_throughput"] / max(out["predicted"]["request_throughput"], 1e-12)
+                hi = out["predicted_high"]["request_throughput"] / max(out["predicted"]["request_throughput"], 1e-12)
+                rps = out["capacity"]["capacity_rps"]
+                out["capacity"]["capacity_rps_low"] = round(rps * lo, 4)
+                out["capacity"]["capacity_rps_high"] = round(rps * hi, 4)
         except Exception as exc:  # noqa: BLE001 - a bad SLO range is reported by the capacity run itself
             out["capacity"] = {"status": "not predicted", "reason": str(exc).splitlines()[0][:200]}
     return out
 
 
 def predicted_metrics(performance: Mapping[str, Any]) -> dict[str, float]:
-    """MLflow metrics ``predicted_<name>`` from a ``performance`` section (empty when not predicted)."""
+    """MLflow metrics ``predicted_<name>`` from a ``performance`` section (empty when not predicted), with
+    ``predicted_<name>_low`` / ``_high`` where the section has an interval (``predicted_low``/``predicted_high``,
+    ``capacity.capacity_rps_low``/``_high``)."""
     pred = performance.get("predicted") or {}
     out = {f"predicted_{k}": float(v) for k, v in pred.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+    for side in ("low", "high"):
+        for k, v in (performance.get(f"predicted_{side}") or {}).items():
+            if isinstance(v, (int, float)) and math.isfinite(v):
+                out[f"predicted_{k}_{side}"] = float(v)
     cap = performance.get("capacity") or {}
     if "capacity_rps" in cap:
         out["predicted_capacity_rps"] = float(cap["capacity_rps"])
         out["predicted_capacity_load"] = float(cap["capacity_load"])
+        for side in ("low", "high"):
+            if f"capacity_rps_{side}" in cap:
+                out[f"predicted_capacity_rps_{side}"] = float(cap[f"capacity_rps_{side}"])
     return out

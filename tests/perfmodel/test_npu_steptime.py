@@ -88,3 +88,41 @@ def test_packaged_calibrations_carry_constants_and_their_measured_error():
         NpuConstants(**cal["constants"])  # every field present, nothing else
         assert {"all", "dense", "moe", "mla_moe"} <= set(cal["measured_error"])
     assert load_calibration("cpu") is None
+
+
+def test_mtp_acceptance_follows_the_iid_draft_formula():
+    from ascendflow.perfmodel.npu import accepted_per_step
+    assert accepted_per_step(0, 1.85) == 1.0
+    assert accepted_per_step(1, 1.85) == pytest.approx(1.85)
+    assert accepted_per_step(3, 1.85) == pytest.approx(1 + 0.85 + 0.85 ** 2 + 0.85 ** 3)  # 3.1826
+    m3 = model(spec_tokens=3)
+    batch = [Work(100, 1)] * 4
+    flat = NpuStepModel(DENSE, m3.layout, replace(CONSTS, mtp_accept_length=1.0), 300e12, 1.6e12).step_s(batch)
+    assert m3.step_s(batch) == pytest.approx(flat / (1 + 0.85 + 0.85 ** 2 + 0.85 ** 3))
+
+
+def test_async_scheduling_hides_the_host_step_time_up_to_the_device_time():
+    batch = [Work(100, 1)] * 4
+    sync = model().step_s(batch)
+    device = sync - CONSTS.step_overhead_s
+    assert model(async_scheduling=True).step_s(batch) == pytest.approx(max(device, CONSTS.step_overhead_s))
+    slow = replace(CONSTS, step_overhead_s=1.0)  # host-bound: the step is the host's time
+    assert NpuStepModel(DENSE, NpuLayout(async_scheduling=True), slow, 300e12, 1.6e12).step_s(batch) == 1.0
+
+
+def test_prefill_efficiency_scales_the_cube_rate_of_steps_with_a_prefill_chunk_only():
+    half = NpuStepModel(DENSE, NpuLayout(), replace(CONSTS, gemm_efficiency=0.25), 300e12, 1.6e12)
+    slow = NpuStepModel(DENSE, NpuLayout(), replace(CONSTS, prefill_efficiency=0.5), 300e12, 1.6e12)
+    prefill, decode = [Work(0, 2048), Work(100, 1)], [Work(100, 1)] * 4
+    assert slow.step_s(prefill) == half.step_s(prefill)
+    assert slow.step_s(decode) == model().step_s(decode)
+
+
+def test_the_300i_duo_takes_its_peaks_from_its_calibration():
+    from ascendflow.perfmodel.predict import npu_peaks
+    cal = load_calibration("atlas_300i_duo")
+    hw = npu_peaks({"name": "atlas_300i_duo", "peak_tflops_bf16": None, "memory_bandwidth_gbps": None}, cal)
+    assert (hw["peak_tflops_bf16"], hw["memory_bandwidth_gbps"]) == (70.0, 204.0)
+    own = npu_peaks({"peak_tflops_bf16": 100.0, "memory_bandwidth_gbps": 300.0}, cal)  # the option's own win
+    assert (own["peak_tflops_bf16"], own["memory_bandwidth_gbps"]) == (100.0, 300.0)
+    NpuConstants(**cal["constants"])

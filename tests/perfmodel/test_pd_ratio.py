@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ascendflow.perfmodel.attach import with_performance
+from ascendflow.perfmodel.calibration import load_calibration
 from ascendflow.perfmodel.pd_ratio import match_rates, pd_ratio
 from ascendflow.perfmodel.scheduler import EngineLimits, simulate
 from ascendflow.perfmodel.steptime import Work
@@ -58,7 +59,13 @@ def test_deepseek_2p1d_recommendation(tmp_path: Path):
     assert r["prefill"]["at"]["p99_ttft_ms"] == 904.565
     assert r["decode"]["rps_per_instance"] == 161.0989 and r["decode"]["target_ms"] == 150.0
     assert r["decode"]["at"]["p99_tpot_ms"] == 55.34
-    assert r["planned"] == {"ratio": "2:1", "throughput_rps": 79.6612, "bottleneck": "prefill"}
+    q = load_calibration("atlas_800i_a3")["intervals"]["classes"]["atlas_a2_a3"]["output_throughput"]
+    lo, hi = round(39.8306 / math.exp(q["q90_log"]), 3), round(39.8306 / math.exp(q["q10_log"]), 3)
+    assert (r["prefill"]["rps_per_instance_low"], r["prefill"]["rps_per_instance_high"]) == (lo, hi)
+    assert r["planned"] == {"ratio": "2:1", "throughput_rps": 79.6612, "bottleneck": "prefill",
+                            "throughput_rps_low": round(2 * lo, 4), "throughput_rps_high": round(2 * hi, 4)}
+    assert {k: r["interval"][k] for k in ("coverage", "class", "source")} == {
+        "coverage": 0.8, "class": "atlas_a2_a3", "source": "intervals.yaml"}
     assert r["measured_error"]["class"] == "mla_moe"
     assert r["line"] == (
         "P:D = 4:1 (basis: NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml; ISL 256 / "
@@ -74,7 +81,8 @@ def test_measured_capacity_and_rate(tmp_path: Path):
     r = with_performance(_plan("deepseek_r1_pd_2p1d", *overrides), spec, None, tmp_path).performance["pd_ratio"]
     assert (r["ratio"], r["sizing"], r["basis"]) == ("5:3", "request_rate=240 req/s", "measured")
     assert r["measured_error"] == "measured per-role capacity"
-    assert r["planned"] == {"ratio": "2:1", "throughput_rps": 100.0, "bottleneck": "balanced"}
+    assert r["planned"] == {"ratio": "2:1", "throughput_rps": 100.0, "bottleneck": "balanced",
+                            "throughput_rps_low": 100.0, "throughput_rps_high": 100.0}  # measured: no model error
     assert r["line"].endswith("planned 2:1: 100.00 req/s, balanced")
 
 

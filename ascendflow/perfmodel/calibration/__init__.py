@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 
 CALIBRATION_DIR = Path(__file__).parent
+#: 80 % intervals per class from the corpus' grouped out-of-sample residuals (``benchmarks/perf_corpus_eval.py``).
+INTERVALS = CALIBRATION_DIR / "intervals.yaml"
 
 
 def calibration_path(hardware: str, directory: Path = CALIBRATION_DIR) -> Path:
@@ -23,7 +25,8 @@ def calibration_path(hardware: str, directory: Path = CALIBRATION_DIR) -> Path:
 
 def load_calibration(hardware: str, path: Path | None = None) -> dict[str, Any] | None:
     """The calibration of ``hardware`` (``path`` overrides the packaged file), with ``file`` set to where it was
-    read; ``None`` when no file exists.
+    read; ``None`` when no file exists. A packaged calibration also carries ``intervals`` (:data:`INTERVALS`, the
+    residual quantiles of its constants); a user's file (``path``) does not: its constants were never scored there.
 
     Raises:
         ValueError: the file exists but is not a mapping with ``constants``.
@@ -34,4 +37,8 @@ def load_calibration(hardware: str, path: Path | None = None) -> dict[str, Any] 
     data = yaml.safe_load(path.read_text())
     if not isinstance(data, dict) or not isinstance(data.get("constants"), dict):
         raise ValueError(f"{path}: a calibration file is a mapping with a 'constants' mapping")
-    return {**data, "file": path.name if path.parent == CALIBRATION_DIR else str(path)}
+    packaged = path.parent == CALIBRATION_DIR
+    out = {**data, "file": path.name if packaged else str(path)}
+    if packaged and INTERVALS.exists():
+        out["intervals"] = {**(yaml.safe_load(INTERVALS.read_text()) or {}), "file": INTERVALS.name}
+    return out

@@ -68,6 +68,8 @@ MEANING = {
                                 "(Atlas 800I A2 / A3 server specifications), 25 GB/s",
     "mtp_accept_length": "fixed default: mean tokens emitted per decode step with one MTP token; DeepSeek-V3 "
                          "report (arXiv 2412.19437 s5.4.3): 85-90 % acceptance of the second token -> 1.85",
+    "prefill_efficiency": "chosen by grouped leave-one-family-out on the corpus (benchmarks/perf_corpus_eval.py): "
+                          "multiplier on gemm_efficiency for a step holding a prefill chunk (1.0: none)",
 }
 
 
