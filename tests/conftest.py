@@ -89,6 +89,15 @@ def plan_for(overrides: list[str], host_memory_bytes: int = 16 * 2**30):
                               host=HostFacts(cpu_memory_bytes=host_memory_bytes), checkpoint=model.checkpoint)
 
 
+def pytest_configure(config):
+    """Keep xdist's work queue in collection order (lane ``engine``, the unit and CLI tiers, lane ``engine_late``):
+    by default ``--dist loadgroup`` reorders its units by size (``--no-loadscope-reorder``'s default,
+    xdist/scheduler/loadscope.py ``schedule``), which starts both engine lanes at once and leaves the unit tiers
+    for last."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads xdist_group to suffix the node ids
 def pytest_collection_modifyitems(config, items):
     """``engine`` and its older alias ``e2e`` mark the same tests: each is added wherever the other is. Engine tests
@@ -112,7 +121,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.cli)
         else:
             item.add_marker(pytest.mark.unit)
-    if getattr(config.option, "numprocesses", None):  # under xdist: lane ``engine`` first, ``engine_late`` last
+    if hasattr(config, "workerinput"):  # an xdist worker (its collection is the queue): ``engine`` first, ``engine_late`` last
         items[:] = sorted(items, key=_queue_position)
 
 
