@@ -210,6 +210,19 @@ def _shell_commands(text: str) -> list[tuple[list[str], dict[str, str], int]]:
     return out
 
 
+def read_shell(text: str, source: str) -> list[ServeCommand]:
+    """Every ``vllm serve`` of shell text (``export`` lines before a command set its environment).
+
+    Raises:
+        ConfigError: no command found, or a command vLLM's parser refuses.
+    """
+    found = _shell_commands(text)
+    if not found:
+        raise ConfigError(KEY, source, "holds no `vllm serve` command")
+    return [parse_command(argv, env=env, source=f"{source}:{line}" if source != "command line" else source)
+            for argv, env, line in found]
+
+
 def read_source(text: str, *, case: str | None = None) -> list[ServeCommand]:
     """Every ``vllm serve`` of ``text``: a command, a path to a shell file of commands (one per node), or a path to a
     vllm-ascend single-node CI config (``case``: its test case name; default every case).

@@ -238,11 +238,22 @@ def to_recipe(commands: list[ServeCommand], *, hardware: str, model: str | None 
                 dropped[dest] = NOT_CARRIED[dest]
             continue
         extra_args += tokens
+    backend = values.get("distributed_executor_backend")
+    world = (values.get("tensor_parallel_size") or 1) * (values.get("pipeline_parallel_size") or 1) * (
+        values.get("data_parallel_size") or 1)
+    per_node = int((yaml.safe_load((CONF / "hardware" / f"{hardware}.yaml").read_text()) or {})["devices_per_node"])
     if len(commands) > 1:
         _set(recipe, "parallel.nodes", len(commands))
-        backend = values.get("distributed_executor_backend")
-        if backend:
-            _set(recipe, "parallel.distributed_executor_backend", backend)
+    elif backend == "ray" and world > per_node:
+        # Ray: one vllm serve on the head node; the cluster's other nodes join it (features/ray.md, v0.23.0)
+        nodes = -(-world // per_node)
+        _set(recipe, "parallel.nodes", nodes)
+        named.append(("parallel.nodes", f"{nodes}: TP x PP x DP = {world} > {per_node} devices per node of {hardware}; "
+                                        "Ray spans the nodes, the command runs on the head node"))
+    if backend and recipe.get("parallel", {}).get("nodes", 1) > 1:
+        _set(recipe, "parallel.distributed_executor_backend", backend)
+        dropped.pop("distributed_executor_backend", None)
+        named[:] = [n for n in named if n[0] != "--distributed-executor-backend"]
     if extra_args:
         _set(recipe, "engine.extra_args", extra_args)
     _env(first, recipe, named, hardware)

@@ -153,7 +153,7 @@ def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | Non
             if a == b:
                 out.same.append(dest)
                 continue
-            reason = CHANGED.get(dest) if dest != "model_tag" or b == MODEL_REF else None
+            reason = (CHANGED.get(dest) if dest != "model_tag" or b == MODEL_REF else None) or dropped.get(dest)
             out.changed.append((flag, a, b, reason))
             if reason is None:
                 out.unexplained.append((flag, f"source {a!r}, plan {b!r}"))
@@ -174,7 +174,31 @@ def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | Non
     return out
 
 
-def round_trip(imported: Imported, overrides: list[str] | None = None) -> tuple[Plan, RoundTrip]:
-    """Plan the imported recipe and compare its argv with the source command (node 0's)."""
+def node_argvs(plan: Plan) -> list[list[str]]:
+    """The tokens after ``vllm serve`` of each node's first engine process, node 0 first (Ray and ``mp``
+    multi-node launches: nodes that run no ``vllm serve`` are left out)."""
+    out: dict[int, list[str]] = {}
+    for worker in plan.workers:
+        command = list(worker.command)
+        if command[:2] == ["vllm", "serve"] and worker.node_rank not in out:
+            out[worker.node_rank] = command[2:]
+    return [out[k] for k in sorted(out)] or [list(plan.serve_command[2:])]
+
+
+def round_trip(imported: Imported, overrides: list[str] | None = None) -> tuple[Plan, list[RoundTrip]]:
+    """Plan the imported recipe and compare each node's argv with the source command of that node.
+
+    Returns:
+        The plan, and one :class:`RoundTrip` per source command (node order).
+
+    Raises:
+        ConfigError: the recipe is refused by ascendflow, or the plan runs ``vllm serve`` on fewer nodes than the
+            source has commands.
+    """
+    from ascendflow.schema.errors import ConfigError
+
     plan = plan_recipe(imported, overrides)
-    return plan, compare_argv(imported.commands[0], plan_argv(plan), imported)
+    ours = node_argvs(plan)
+    if len(ours) < len(imported.commands):
+        raise ConfigError("command", f"{len(imported.commands)} nodes", f"the plan runs vllm serve on {len(ours)}")
+    return plan, [compare_argv(c, argv, imported) for c, argv in zip(imported.commands, ours)]
