@@ -103,6 +103,8 @@ class Imported:
         name: recipe name.
         dropped: ``{vLLM dest: reason}`` of the options given and not carried (a subset of ``named``).
         dropped_additional: ``--additional-config`` keys not carried (the target release does not read them).
+        checkpoint_quantization: the checkpoint's quantization method as vLLM sees it (``--quantization``, else by
+            the checkpoint's name: ``fp8``, ``awq``, ``gptq``, ``ascend``); ``None``: unquantized.
     """
 
     recipe: dict[str, Any]
@@ -111,6 +113,7 @@ class Imported:
     name: str
     dropped: dict[str, str] = field(default_factory=dict)
     dropped_additional: list[str] = field(default_factory=list)
+    checkpoint_quantization: str | None = None
 
     def text(self, command_line: str | None = None) -> str:
         """The recipe as YAML text with its header: the source, the command, how to plan it, what is named."""
@@ -215,7 +218,8 @@ def to_recipe(commands: list[ServeCommand], *, hardware: str, model: str | None 
     if release:
         _set(recipe, "hardware.software", release)
     _graph(first, recipe, defaults, named)
-    _quantization(first, recipe, defaults, named, quantization)
+    dropped: dict[str, str] = {}
+    checkpoint = _quantization(first, recipe, defaults, named, quantization, dropped)
     extra = dict(values.get("additional_config") or {})
     known = _additional_config_keys(hardware, release)
     dropped_additional = [k for k in extra if known is not None and k not in known]
@@ -228,7 +232,6 @@ def to_recipe(commands: list[ServeCommand], *, hardware: str, model: str | None 
         typed = {k: extra.pop(k) for k in TYPED_EXTRA if k in extra}
         _set(recipe, "ascend.additional_config", {**typed, "other": extra})
     extra_args: list[str] = []
-    dropped: dict[str, str] = {}
     for dest, tokens in first.given.items():
         if dest in MAPPED or dest in HANDLED:
             continue
@@ -260,7 +263,7 @@ def to_recipe(commands: list[ServeCommand], *, hardware: str, model: str | None 
     if "compilation_config" in first.given and first.values.get("enforce_eager"):
         dropped["compilation_config"] = "ignored by vLLM with --enforce-eager"
     return Imported(recipe=recipe, named=named, commands=commands, name=name or recipe_name(first, values),
-                    dropped=dropped, dropped_additional=dropped_additional)
+                    dropped=dropped, dropped_additional=dropped_additional, checkpoint_quantization=checkpoint)
 
 
 def target_row(hardware: str, release: str | None) -> tuple[str, dict[str, Any]]:
@@ -311,24 +314,44 @@ def _graph(command: ServeCommand, recipe: dict, defaults: list, named: list) -> 
                                               "cudagraph_mode and the capture sizes only); not carried"))
 
 
-def _quantization(command: ServeCommand, recipe: dict, defaults: list, named: list, option: str | None) -> None:
-    method = command.values.get("quantization")
-    if method is None and re.search(r"w8a8", command.model, re.I) and option is None:
-        # vllm-ascend >= 0.17.0rc1 detects an msModelSlim checkpoint from quant_model_description.json: CI configs
-        # then pass no --quantization; the checkpoint's name says it
-        defaults.append({"override /quantization": "w8a8_dynamic_ascend"})
-        named.append(("model", f"{command.model}: W8A8 by its name (no --quantization: vllm-ascend detects it), "
-                               "planned as W8A8_DYNAMIC; pass --quantization-option if it is another scheme"))
-        return
+#: Checkpoint name pattern -> the quantization vLLM detects from its config.json (``quantization_config``), when no
+#: ``--quantization`` is given. First match wins.
+CHECKPOINT_NAMES = [(r"w8a8|int8", "ascend"), (r"fp8", "fp8"), (r"awq", "awq"), (r"gptq|int4", "gptq")]
+#: 4-bit weight-only checkpoints (AWQ, GPTQ): planned with msModelSlim's W4A8_DYNAMIC weight bytes (4-bit weights,
+#: per-group scales), an ESTIMATE of AWQ/GPTQ's 4-bit weights with group-128 scales and zeros.
+FOUR_BIT = {"name": "int4_weights", "method": None, "linear_scheme": "W4A8_DYNAMIC", "expert_scheme": "W4A8_DYNAMIC"}
+
+
+def _quantization(command: ServeCommand, recipe: dict, defaults: list, named: list, option: str | None,
+                  dropped: dict[str, str]) -> str | None:
+    """``--quantization`` (or the checkpoint's name, which vLLM's detection follows) -> the quantization option or
+    inline values. Returns the checkpoint's quantization method as vLLM sees it (``None``: unquantized)."""
+    given = command.values.get("quantization")
+    method = given
+    if method is None and option is None:
+        base = command.model.rstrip("/").rsplit("/", 1)[-1]
+        method = next((m for pattern, m in CHECKPOINT_NAMES if re.search(pattern, base, re.I)), None)
+        if method is not None:
+            named.append(("model", f"{base}: a {method} checkpoint by its name (no --quantization: vLLM detects it "
+                                   "from the checkpoint's config.json / quant_model_description.json)"))
     if method is None and option:
         defaults.append({"override /quantization": option})
-        return
+        return "ascend"
     if method is None:
         defaults.append({"override /quantization": "none"})
-        return
+        return None
+    if method in ("awq", "awq_marlin", "gptq", "gptq_marlin"):
+        defaults.append({"override /quantization": "none"})
+        recipe["quantization"] = {**FOUR_BIT, **recipe.get("quantization", {})}
+        named.append(("--quantization", f"{method}: ESTIMATE: 4-bit weights planned with W4A8_DYNAMIC weight bytes"
+                                        + ("; not written back (vLLM detects it from the checkpoint's config.json)"
+                                           if given else "")))
+        if given:
+            dropped["quantization"] = "vLLM detects the 4-bit format from the checkpoint's config.json"
+        return method
     if method not in QUANT:
-        raise ConfigError("--quantization", method, f"has no ascendflow weight model (planned: {sorted(QUANT)}); "
-                                                    "re-quantize with msModelSlim (docs/nvidia.md)")
+        raise ConfigError("--quantization", method, f"has no ascendflow weight model (planned: "
+                                                    f"{sorted([*QUANT, 'awq', 'gptq'])})")
     choice, note = QUANT[method]
     if method == "ascend" and option:
         choice, note = option, f"msModelSlim checkpoint planned with quantization={option}"
@@ -336,9 +359,11 @@ def _quantization(command: ServeCommand, recipe: dict, defaults: list, named: li
         defaults.append({"override /quantization": choice})
     else:
         defaults.append({"override /quantization": "none"})
-        kv = recipe.get("quantization", {}).get("kv_cache_dtype")
-        recipe["quantization"] = {**choice, **({"kv_cache_dtype": kv} if kv else {})}
-    named.append(("--quantization", note))
+        # detected from the checkpoint (no --quantization given): plan its weight bytes, write no --quantization
+        choice = {**choice, "method": choice["method"] if given else None}
+        recipe["quantization"] = {**choice, **recipe.get("quantization", {})}
+    named.append(("--quantization" if given else "quantization", note))
+    return method
 
 
 def _env(command: ServeCommand, recipe: dict, named: list, hardware: str) -> None:
