@@ -94,7 +94,9 @@ def run(argv: list[str]) -> int:
     hardware = args.hardware or ("atlas_800i_a3" if is_ci else "nvidia_h200")
     imported = to_recipe(commands, hardware=hardware, model=args.model, name=args.name,
                          quantization=args.quantization_option, release=args.release)
-    again = "python -m ascendflow.import " + shlex.join(argv)
+    from ascendflow.importer.command import mask_secrets, mask_text
+
+    again = "python -m ascendflow.import " + mask_text(shlex.join(mask_secrets(argv)))
     _, trips = round_trip(imported)
     for k, trip in enumerate(trips):
         node = f"node {k}: " if len(trips) > 1 else ""

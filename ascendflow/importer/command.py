@@ -55,8 +55,34 @@ class ServeCommand:
 
     @property
     def text(self) -> str:
-        """The command as one shell line."""
-        return shlex.join(["vllm", "serve", *self.argv])
+        """The command as one shell line, secret values (``--api-key``) masked."""
+        return shlex.join(["vllm", "serve", *mask_secrets(self.argv)])
+
+
+#: Flags whose value is a secret: never echoed into a recipe or a report.
+SECRET_FLAGS = ("--api-key",)
+
+
+def mask_secrets(argv: list[str]) -> list[str]:
+    """``argv`` with the value of every :data:`SECRET_FLAGS` flag replaced by ``***``."""
+    from ascendflow.schema.secret_names import MASK
+
+    out = list(argv)
+    for i, token in enumerate(out):
+        flag = token.split("=", 1)[0]
+        if flag in SECRET_FLAGS:
+            if "=" in token:
+                out[i] = f"{flag}={MASK}"
+            elif i + 1 < len(out):
+                out[i + 1] = MASK
+    return out
+
+
+def mask_text(text: str) -> str:
+    """``text`` with the value after every :data:`SECRET_FLAGS` flag replaced by ``***`` (a command in one string)."""
+    for flag in SECRET_FLAGS:
+        text = re.sub(rf"({re.escape(flag)}(?:=|\s+))('[^']*'|\"[^\"]*\"|\S+)", r"\1***", text)
+    return text
 
 
 @lru_cache(maxsize=1)
@@ -200,7 +226,11 @@ def _shell_commands(text: str) -> list[tuple[list[str], dict[str, str], int]]:
     for line, number in joined:
         if not line or line.startswith("#"):
             continue
-        tokens = shlex.split(line, comments=True)
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as error:
+            raise ConfigError(KEY, line[:60] + ("..." if len(line) > 60 else ""),
+                              f"is not a shell command line ({error})") from None
         if tokens[:1] == ["export"]:
             for assignment in tokens[1:]:
                 key, _, value = assignment.partition("=")
@@ -241,10 +271,7 @@ def read_source(text: str, *, case: str | None = None) -> list[ServeCommand]:
         return [parse_command(argv, env=env, source=f"{path}:{line}") for argv, env, line in found]
     found = _shell_commands(text)
     if not found:
-        try:
-            tokens = shlex.split(text)
-        except ValueError as error:
-            raise ConfigError(KEY, text[:60], f"is not a shell command ({error})") from None
+        tokens = shlex.split(text)
         raise ConfigError(KEY, " ".join(tokens[:2]) or text[:60], "is not `vllm serve`; give a "
                                                                    "`vllm serve MODEL ...` command or a file")
     return [parse_command(argv, env=env) for argv, env, _ in found]

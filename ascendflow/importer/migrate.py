@@ -146,8 +146,8 @@ def served(method: str, vllm_ascend: str, architecture: str) -> tuple[bool, str]
         return False, f"no quantization row at or below vllm-ascend {vllm_ascend}"
     version = max(rows, key=lambda v: [int(p) if p.isdigit() else -1 for p in v.replace("rc", ".").split(".")])
     row = table[version]
-    where = f"vllm_ascend/platform.py supported_quantization at {row['tag']}"
     checked = table["_checked_through"]
+    where = f"vllm_ascend/platform.py supported_quantization, the same from {row['tag']} (checked through {checked})"
     if not version_at_least(checked.lstrip("v"), vllm_ascend):
         where += f" (ESTIMATE for {vllm_ascend}: not checked past {checked})"
     methods = row["methods"]
@@ -300,6 +300,13 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
     par = source_raw["parallel"]
     fitting = fitting_layouts(to_hardware, target_raw, par["tensor_parallel_size"], source.devices or 1,
                               limit=layouts)
+    if not target.fits and fitting:
+        best = fitting[0]
+        par = target_imported.recipe.setdefault("parallel", {})
+        par.update({"tensor_parallel_size": best.tp, "data_parallel_size": best.devices // best.tp,
+                    "pipeline_parallel_size": 1})
+        target_imported.named.append(("parallel", f"{target.layout} does not fit {to_hardware}; the recipe takes the "
+                                                  f"nearest layout that does, {best.layout}"))
     migration = Migration(source=source, target=target, layouts=fitting, quantization=quant, removed=removed,
                           row=row, baseline=baseline, recipe=target_imported)
     reference = target.plan or (fitting[0].plan if fitting else None)

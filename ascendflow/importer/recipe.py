@@ -18,6 +18,7 @@ import yaml
 
 from ascendflow.importer.command import ServeCommand
 from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.secrets import is_secret
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -288,9 +289,9 @@ def _additional_config_keys(hardware: str, release: str | None) -> frozenset[str
 
 def recipe_name(command: ServeCommand, values: dict[str, Any]) -> str:
     """``<checkpoint name>_tp<N>`` in lower case, ``_`` for anything else (or the CI test case's name)."""
-    base = command.name or command.model.rstrip("/").rsplit("/", 1)[-1]
     tp = values.get("tensor_parallel_size") or 1
-    return re.sub(r"\W+", "_", f"{base}_tp{tp}".lower()).strip("_")
+    base = command.name or f"{command.model.rstrip('/').rsplit('/', 1)[-1]}_tp{tp}"
+    return re.sub(r"\W+", "_", base.lower()).strip("_")
 
 
 def _graph(command: ServeCommand, recipe: dict, defaults: list, named: list) -> None:
@@ -379,6 +380,8 @@ def _env(command: ServeCommand, recipe: dict, named: list, hardware: str) -> Non
             _set(recipe, "ascend.hccl_op_expansion_mode_aiv", value == "AIV")
         elif key in ENV_LAUNCHER:
             named.append((key, ENV_LAUNCHER[key]))
+        elif is_secret(key, []):
+            named.append((key, "a secret: not written into the recipe; export it where the engine starts"))
         else:
             other[key] = value
     if kind == "npu" and "HCCL_OP_EXPANSION_MODE" not in command.env:

@@ -133,15 +133,17 @@ def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | Non
     theirs = dict(source.values)
     theirs["model_tag"] = source.model
     dropped = dict(imported.dropped) if imported else {}
+    not_written_first: list[tuple[str, str]] = []
     if imported and imported.dropped_additional and isinstance(theirs.get("additional_config"), dict):
         kept = {k: v for k, v in theirs["additional_config"].items() if k not in imported.dropped_additional}
         if kept:
             theirs["additional_config"] = kept
         else:
-            dropped["additional_config"] = f"keys {imported.dropped_additional} not read by the target release"
             theirs.pop("additional_config")
+            not_written_first = [(source.given["additional_config"][0].split("=", 1)[0],
+                                  f"keys {imported.dropped_additional} not read by the target release")]
     defaults = {a.dest: a.default for a in serve_parser()._actions}
-    out = RoundTrip()
+    out = RoundTrip(not_written=not_written_first)
     for dest in sorted(set(ours) | set(theirs)):
         flag = "--" + dest.replace("_", "-")
         if dest in theirs and dest in ours:
