@@ -92,7 +92,8 @@ def run(argv: list[str]) -> int:
     if is_ci:
         commands = [c for c in commands if args.case is None or c.name == args.case][:1]
     hardware = args.hardware or ("atlas_800i_a3" if is_ci else "nvidia_h200")
-    imported = to_recipe(commands, hardware=hardware, model=args.model, name=args.name,
+    name = args.name or (Path(args.out).stem if args.out else None)  # -o recipes/recipe/NAME.yaml: +recipe=NAME
+    imported = to_recipe(commands, hardware=hardware, model=args.model, name=None if args.to else name,
                          quantization=args.quantization_option, release=args.release)
     from ascendflow.importer.command import mask_secrets, mask_text
 
@@ -115,7 +116,7 @@ def run(argv: list[str]) -> int:
         return 0 if ok else 1
     from ascendflow.importer.migrate import migrate, render
 
-    migration = migrate(imported, to_hardware, to_release, baseline=baseline)
+    migration = migrate(imported, to_hardware, to_release, baseline=baseline, name=name)
     print(render(migration))
     target = migration.recipe
     header = again

@@ -43,6 +43,10 @@ CUDA_ONLY: dict[str, str] = {
     "kda_prefill_backend": "selects a CUDA KDA kernel", "kda_decode_backend": "selects a CUDA KDA kernel",
     "cuda_graph_sizes": "CUDA graph sizes: ascendflow plans the ACL graph capture sizes (graph=<option>)",
 }
+#: Environment prefixes of the CUDA stack (NCCL, CUDA, FlashInfer, DeepGEMM switches of vLLM): removed on Ascend,
+#: where HCCL / CANN take their place (the environment bundle, ``conf/ascend``).
+CUDA_ENV = ("NCCL_", "CUDA_", "NVIDIA_", "CUBLAS_", "VLLM_ATTENTION_BACKEND", "VLLM_USE_DEEP_GEMM", "VLLM_USE_FLASHINFER",
+            "VLLM_FLASHINFER", "TORCH_CUDA_")
 #: Why a flag's value changes between the source and the target plan (both written by the compiler).
 CHANGE_REASONS: dict[str, str] = {
     "block_size": "the platform's KV block size (CUDA: CacheConfig 16; vllm-ascend refresh_block_size: 128)",
@@ -233,7 +237,7 @@ def fitting_layouts(hardware: str, raw: dict[str, Any], source_tp: int, source_d
 
 
 def migrate(imported: Imported, to_hardware: str, release: str | None = None,
-            baseline: dict[str, float] | None = None, layouts: int = 3) -> Migration:
+            baseline: dict[str, float] | None = None, layouts: int = 3, name: str | None = None) -> Migration:
     """Plan ``imported`` on its own hardware and on ``to_hardware`` (release row ``release``, else the hardware
     option's), and say what changes.
 
@@ -279,8 +283,8 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
             for d in recipe["defaults"]:
                 if "override /quantization" in d:
                     d["override /quantization"] = "w8a8_dynamic_ascend"
-            removed.append((f"quantization {method} (the checkpoint's)", "not served by the target; re-quantize "
-                                                                         "(msModelSlim W8A8_DYNAMIC, below)"))
+            removed.append((f"quantization {method} (the checkpoint's)", "not served by the target; re-quantize to "
+                                                                         f"W8A8_DYNAMIC: {quant.command}"))
     extra = (recipe.get("engine") or {}).get("extra_args")
     if target_kind == "npu" and extra:
         kept = []
@@ -292,9 +296,18 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
             else:
                 kept += flag_tokens
         recipe["engine"]["extra_args"] = kept or None
+    env = (recipe.get("ascend") or {}).get("env") or {}
+    if target_kind == "npu" and env:
+        for key in [k for k in env if k.startswith(CUDA_ENV)]:
+            removed.append((f"env {key}", "a CUDA-stack variable (NCCL / CUDA / FlashInfer / DeepGEMM); Ascend runs "
+                                          "HCCL and CANN, set by the environment bundle (conf/ascend)"))
+            env.pop(key)
+        recipe["ascend"]["env"] = env or {}
     target_imported = Imported(recipe=recipe, named=named + [(f, w) for f, w in removed], commands=imported.commands,
-                               name=f"{imported.name}_{to_hardware}", dropped=imported.dropped,
-                               dropped_additional=imported.dropped_additional)
+                               name=name or f"{imported.name}_{to_hardware}", dropped=imported.dropped,
+                               dropped_additional=imported.dropped_additional,
+                               checkpoint_quantization=imported.checkpoint_quantization,
+                               migrated_to=f"hardware={to_hardware}, version-matrix row {row[0]}")
     target_raw = compose_recipe(target_imported)
     target = _side(to_hardware, target_raw)
     par = source_raw["parallel"]

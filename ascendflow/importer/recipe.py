@@ -115,6 +115,7 @@ class Imported:
     dropped: dict[str, str] = field(default_factory=dict)
     dropped_additional: list[str] = field(default_factory=list)
     checkpoint_quantization: str | None = None
+    migrated_to: str | None = None
 
     def text(self, command_line: str | None = None) -> str:
         """The recipe as YAML text with its header: the source, the command, how to plan it, what is named."""
@@ -122,13 +123,15 @@ class Imported:
         lines = ["# @package _global_",
                  f"# Imported by `python -m ascendflow.import` from {first.source}:",
                  *[f"#   {c.text}" for c in self.commands],
+                 *([f"# Migrated to {self.migrated_to}."] if self.migrated_to else []),
                  f"# Plan it: python -m ascendflow +recipe={self.name} run.mode=plan"]
         if command_line:
             lines.append(f"# Re-import: {command_line}")
         if self.named:
             lines.append("# Not carried, or chosen by the importer:")
             lines += [f"#   {flag}: {why}" for flag, why in self.named]
-        return "\n".join(lines) + "\n" + yaml.safe_dump(self.recipe, sort_keys=False, width=120)
+        return "\n".join(lines) + "\n" + yaml.safe_dump(self.recipe, sort_keys=False, width=120,
+                                                         default_flow_style=None)
 
 
 @lru_cache(maxsize=1)

@@ -61,7 +61,7 @@ def test_migrate_with_a_baseline_then_compare(tmp_path, capsys):
     assert "# Source baseline (measured): {\"median_tpot_ms\": 12.0, \"median_ttft_ms\": 80.0, " \
            "\"output_throughput\": 2000.0}" in out.read_text()
     saved = json.loads(out.with_suffix(".baseline.json").read_text())
-    assert saved == {"recipe": "qwen3_8b_tp1_atlas_800i_a2", "source": "command line", "hardware": "nvidia_h200",
+    assert saved == {"recipe": "q8", "source": "command line", "hardware": "nvidia_h200",
                      "metrics": {"output_throughput": 2000.0, "median_ttft_ms": 80.0, "median_tpot_ms": 12.0}}
     ascend = tmp_path / "a2.json"
     ascend.write_text(json.dumps({"output_throughput": 1500.0, "median_ttft_ms": 100.0, "median_tpot_ms": 15.0}))

@@ -13,6 +13,7 @@ from ascendflow.importer.baseline import compare_baseline, read_baseline, render
 from ascendflow.importer.command import parse_command
 from ascendflow.importer.migrate import CUDA_ONLY, migrate, msmodelslim_command, render, served
 from ascendflow.importer.recipe import to_recipe
+from ascendflow.importer.roundtrip import plan_recipe
 from ascendflow.models.resolve import resolve_model
 from ascendflow.schema import load_spec
 from ascendflow.schema.errors import ConfigError
@@ -61,6 +62,10 @@ def test_qwen_fp8_sides_are_the_compilers_plans(qwen):
     assert all(x.fits for x in qwen.layouts) and [x.devices for x in qwen.layouts] == [8, 8, 8]
     assert qwen.recipe.recipe["parallel"] == {"tensor_parallel_size": 4, "enable_expert_parallel": True,
                                               "data_parallel_size": 2, "pipeline_parallel_size": 1}
+    # the written target recipe plans, on A3, what the nearest fitting layout planned
+    plan = plan_recipe(qwen.recipe)
+    assert (plan.kv_cache.fits, plan.memory.kv_cache_bytes) == (True, a3.memory.kv_cache_bytes)
+    assert qwen.recipe.text().splitlines()[3] == "# Migrated to hardware=atlas_800i_a3, version-matrix row vllm-ascend-0.23.0."
 
 
 def test_qwen_fp8_is_not_served_and_gets_the_msmodelslim_command(qwen):
