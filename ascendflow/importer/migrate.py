@@ -257,7 +257,11 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
         if "override /hardware" in d:
             d["override /hardware"] = to_hardware
     recipe.setdefault("hardware", {})["software"] = row[0]
-    target_kind = yaml.safe_load((CONF / "hardware" / f"{to_hardware}.yaml").read_text())["kind"]
+    from ascendflow.platforms import platform_for
+
+    # CUDA-only flags, FP8 KV and the CUDA-stack env go where HCCL replaces NCCL (the Ascend platform); the
+    # quantization verdict is read where the row names a vllm-ascend release
+    hccl = platform_for(yaml.safe_load((CONF / "hardware" / f"{to_hardware}.yaml").read_text())["kind"]).hccl_env
     option = _option(recipe, "model")
     arch = (source_raw["model"].get("architecture") or {}).get("architectures", [""])[0]
     method = imported.checkpoint_quantization
@@ -265,12 +269,12 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
                          or "none")
     removed: list[tuple[str, str]] = []
     kv = (recipe.get("quantization") or {}).get("kv_cache_dtype")
-    if target_kind == "npu" and kv in FP8_KV:
+    if hccl and kv in FP8_KV:
         recipe["quantization"].pop("kv_cache_dtype")
         removed.append((f"--kv-cache-dtype {kv}", "FP8 KV cache is a CUDA attention feature; vllm-ascend stores KV in "
                                                   "the model dtype, or int8 via msModelSlim C8 (quantization/methods/"
                                                   "kv_c8.py at v0.23.0)"))
-    if method and target_kind == "npu" and method != "ascend":
+    if method and row[1].get("vllm_ascend") and method != "ascend":
         ok, why = served(method, str(row[1].get("vllm_ascend")), arch)
         quant = Quantization(method=method, served=ok, why=why, target=quant.target)
         if not ok:
@@ -286,7 +290,7 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
             removed.append((f"quantization {method} (the checkpoint's)", "not served by the target; re-quantize to "
                                                                          f"W8A8_DYNAMIC: {quant.command}"))
     extra = (recipe.get("engine") or {}).get("extra_args")
-    if target_kind == "npu" and extra:
+    if hccl and extra:
         kept = []
         tokens = list(extra)
         _, given = given_options(["MODEL", *tokens])
@@ -297,7 +301,7 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
                 kept += flag_tokens
         recipe["engine"]["extra_args"] = kept or None
     env = (recipe.get("ascend") or {}).get("env") or {}
-    if target_kind == "npu" and env:
+    if hccl and env:
         for key in [k for k in env if k.startswith(CUDA_ENV)]:
             removed.append((f"env {key}", "a CUDA-stack variable (NCCL / CUDA / FlashInfer / DeepGEMM); Ascend runs "
                                           "HCCL and CANN, set by the environment bundle (conf/ascend)"))

@@ -374,7 +374,10 @@ def _env(command: ServeCommand, recipe: dict, named: list, hardware: str) -> Non
     """The command's environment -> ascend keys, ``ascend.env`` and named launcher variables."""
     if not command.env:
         return
-    kind = (yaml.safe_load((CONF / "hardware" / f"{hardware}.yaml").read_text()) or {}).get("kind")
+    from ascendflow.platforms import platform_for
+
+    # HCCL platforms (Ascend) write HCCL_OP_EXPANSION_MODE=AIV unless told otherwise (ascend.hccl_op_expansion_mode_aiv)
+    hccl = platform_for((yaml.safe_load((CONF / "hardware" / f"{hardware}.yaml").read_text()) or {})["kind"]).hccl_env
     other = {}
     for key, value in command.env.items():
         if key in ENV_KEYS:
@@ -387,7 +390,7 @@ def _env(command: ServeCommand, recipe: dict, named: list, hardware: str) -> Non
             named.append((key, "a secret: not written into the recipe; export it where the engine starts"))
         else:
             other[key] = value
-    if kind == "npu" and "HCCL_OP_EXPANSION_MODE" not in command.env:
+    if hccl and "HCCL_OP_EXPANSION_MODE" not in command.env:
         _set(recipe, "ascend.hccl_op_expansion_mode_aiv", False)
     if other:
         _set(recipe, "ascend.env", other)
