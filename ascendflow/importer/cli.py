@@ -25,6 +25,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -36,8 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ascendflow.import", description=__doc__.split("\n\n")[0])
     p.add_argument("source", help="a vllm serve command, a shell file of commands (one per node), or a CI config")
     p.add_argument("--hardware", default=None, help="hardware option the command ran on (conf/hardware); default: "
-                                                    "nvidia_h200 for a command or shell file, atlas_800i_a3 for a "
-                                                    "vllm-ascend CI config (nightly single-node runs on A3)")
+                                                    "nvidia_h200 for a command or shell file; for a vllm-ascend CI "
+                                                    "config atlas_800i_a3, atlas_800i_a2 when its name says A2")
     p.add_argument("--model", default=None, help="model option (conf/model) when the checkpoint name does not say; "
                                                  "'local' for a local checkpoint directory")
     p.add_argument("--quantization-option", default=None, help="quantization option of an msModelSlim checkpoint "
@@ -91,7 +92,9 @@ def run(argv: list[str]) -> int:
     is_ci = args.source.endswith((".yaml", ".yml")) and Path(args.source).is_file()
     if is_ci:
         commands = [c for c in commands if args.case is None or c.name == args.case][:1]
-    hardware = args.hardware or ("atlas_800i_a3" if is_ci else "nvidia_h200")
+    # vllm-ascend's nightly single-node configs run on A3 unless the file says A2 (Qwen3-32B-Int8-A2.yaml)
+    ci_hardware = "atlas_800i_a2" if re.search(r"(^|[-_])A2([-_.@]|$)", Path(args.source).name) else "atlas_800i_a3"
+    hardware = args.hardware or (ci_hardware if is_ci else "nvidia_h200")
     name = args.name or (Path(args.out).stem if args.out else None)  # -o recipes/recipe/NAME.yaml: +recipe=NAME
     imported = to_recipe(commands, hardware=hardware, model=args.model, name=None if args.to else name,
                          quantization=args.quantization_option, release=args.release)

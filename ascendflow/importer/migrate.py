@@ -45,7 +45,8 @@ CUDA_ONLY: dict[str, str] = {
 }
 #: Environment prefixes of the CUDA stack (NCCL, CUDA, FlashInfer, DeepGEMM switches of vLLM): removed on Ascend,
 #: where HCCL / CANN take their place (the environment bundle, ``conf/ascend``).
-CUDA_ENV = ("NCCL_", "CUDA_", "NVIDIA_", "CUBLAS_", "VLLM_ATTENTION_BACKEND", "VLLM_USE_DEEP_GEMM", "VLLM_USE_FLASHINFER",
+CUDA_ENV = ("NCCL_", "CUDA_", "NVIDIA_", "CUBLAS_", "VLLM_ATTENTION_BACKEND", "VLLM_USE_DEEP_GEMM",
+            "VLLM_USE_FLASHINFER",
             "VLLM_FLASHINFER", "TORCH_CUDA_")
 #: Why a flag's value changes between the source and the target plan (both written by the compiler).
 CHANGE_REASONS: dict[str, str] = {
@@ -190,7 +191,8 @@ def _side(hardware: str, raw: dict[str, Any], layout_overrides: dict[str, Any] |
     hw = raw["hardware"]
     side = Side(hardware=hardware, device_name=hw.get("device_name", ""),
                 devices=par["tensor_parallel_size"] * par.get("pipeline_parallel_size", 1) * par["data_parallel_size"],
-                tp=par["tensor_parallel_size"], layout=_layout(par), device_memory_bytes=int(hw.get("device_memory_bytes") or 0))
+                tp=par["tensor_parallel_size"], layout=_layout(par),
+                device_memory_bytes=int(hw.get("device_memory_bytes") or 0))
     try:
         spec = load_spec(raw)
         plan = compile_plan(spec, resolve_model(spec.model, need_weights=False).architecture,
@@ -265,8 +267,8 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
     option = _option(recipe, "model")
     arch = (source_raw["model"].get("architecture") or {}).get("architectures", [""])[0]
     method = imported.checkpoint_quantization
-    quant = Quantization(method=method, served=None, why="unquantized checkpoint", target=_option(recipe, "quantization")
-                         or "none")
+    quant = Quantization(method=method, served=None, why="unquantized checkpoint",
+                         target=_option(recipe, "quantization") or "none")
     removed: list[tuple[str, str]] = []
     kv = (recipe.get("quantization") or {}).get("kv_cache_dtype")
     if hccl and kv in FP8_KV:

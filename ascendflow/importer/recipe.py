@@ -69,9 +69,15 @@ ENV_KEYS = {"HCCL_BUFFSIZE": "hccl_buffsize_mb", "OMP_NUM_THREADS": "omp_num_thr
 #: Environment the launcher writes per node (not carried, named).
 ENV_LAUNCHER = {"PYTORCH_NPU_ALLOC_CONF": "ascendflow's environment bundle writes expandable_segments:True",
                 "TASK_QUEUE_ENABLE": "ascendflow's environment bundle writes 1",
-                "OMP_PROC_BIND": "ascendflow's environment bundle writes false","ASCEND_RT_VISIBLE_DEVICES": "the launcher picks the devices (hardware.visible_devices_env)",
+                "OMP_PROC_BIND": "ascendflow's environment bundle writes false",
+                "ASCEND_RT_VISIBLE_DEVICES": "the launcher picks the devices (hardware.visible_devices_env)",
                 "CUDA_VISIBLE_DEVICES": "the launcher picks the devices (hardware.visible_devices_env)",
-                "VLLM_USE_V1": "V1 is vLLM's only engine from 0.11 on", "SERVER_PORT": "run.launch_port"}
+                "VLLM_USE_V1": "V1 is vLLM's only engine from 0.11 on", "SERVER_PORT": "run.launch_port",
+                **{name: "the launcher writes it per node from parallel.node_addresses / parallel.nic_name"
+                   for name in ("HCCL_IF_IP", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME",
+                                "LOCAL_IP", "MASTER_IP")},
+                **{name: "hardware.multinode_moe_env (the A2 option sets it for multi-node MoE with EP)"
+                   for name in ("HCCL_INTRA_PCIE_ENABLE", "HCCL_INTRA_ROCE_ENABLE")}}
 #: Checkpoint name prefix (lower case) -> catalogue option, where the catalogue id's name differs from the family's.
 ALIASES = {
     # DeepSeek-V3 / V3.1 / R1 share DeepseekV3ForCausalLM with the same config.json shape fields
@@ -156,7 +162,8 @@ def model_option(tag: str) -> str:
     names = {**catalogue(), **ALIASES}
     hits = sorted((n for n in names if base.startswith(n)), key=len)
     if not hits:
-        raise ConfigError("model", tag, f"matches no model option (conf/model: {', '.join(sorted(set(names.values())))}); "
+        options = ", ".join(sorted(set(names.values())))
+        raise ConfigError("model", tag, f"matches no model option (conf/model: {options}); "
                                         "pass --model OPTION, or --model local for a local checkpoint directory")
     return names[hits[-1]]
 
@@ -248,14 +255,16 @@ def to_recipe(commands: list[ServeCommand], *, hardware: str, model: str | None 
     backend = values.get("distributed_executor_backend")
     world = (values.get("tensor_parallel_size") or 1) * (values.get("pipeline_parallel_size") or 1) * (
         values.get("data_parallel_size") or 1)
-    per_node = int((yaml.safe_load((CONF / "hardware" / f"{hardware}.yaml").read_text()) or {})["devices_per_node"])
+    hardware_yaml = yaml.safe_load((CONF / "hardware" / f"{hardware}.yaml").read_text()) or {}
+    per_node_devices = int(hardware_yaml["devices_per_node"])
     if len(commands) > 1:
         _set(recipe, "parallel.nodes", len(commands))
-    elif backend == "ray" and world > per_node:
+    elif backend == "ray" and world > per_node_devices:
         # Ray: one vllm serve on the head node; the cluster's other nodes join it (features/ray.md, v0.23.0)
-        nodes = -(-world // per_node)
+        nodes = -(-world // per_node_devices)
         _set(recipe, "parallel.nodes", nodes)
-        named.append(("parallel.nodes", f"{nodes}: TP x PP x DP = {world} > {per_node} devices per node of {hardware}; "
+        named.append(("parallel.nodes", f"{nodes}: TP x PP x DP = {world} > {per_node_devices} devices per node of "
+                                        f"{hardware}; "
                                         "Ray spans the nodes, the command runs on the head node"))
     if backend and recipe.get("parallel", {}).get("nodes", 1) > 1:
         _set(recipe, "parallel.distributed_executor_backend", backend)
@@ -307,7 +316,8 @@ def _graph(command: ServeCommand, recipe: dict, defaults: list, named: list) -> 
             named.append(("--compilation-config", "ignored by vLLM with --enforce-eager; not carried"))
         return
     if isinstance(mode, int) or mode not in GRAPH:
-        raise ConfigError("--compilation-config", f"cudagraph_mode={mode}", f"is not one of {sorted(GRAPH, key=str)[1:]}")
+        raise ConfigError("--compilation-config", f"cudagraph_mode={mode}",
+                          f"is not one of {sorted(GRAPH, key=str)[1:]}")
     defaults.append({"override /graph": GRAPH[mode]})
     for key in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
         if key in compilation:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ascendflow.compiler.plan import Plan
 from ascendflow.importer.command import CONFIG_DESTS, ServeCommand, given_options, serve_parser, _json_value
-from ascendflow.importer.recipe import CONF, NOT_CARRIED, Imported
+from ascendflow.importer.recipe import CONF, Imported
 
 #: Options ascendflow writes where the source leaves vLLM's own default or detection, with the reason. An option
 #: the plan writes with exactly vLLM's parser default needs none (:func:`compare_argv`).

@@ -128,7 +128,8 @@ def test_recipe_text_names_its_source_and_command():
         "#   vllm serve vllm-ascend/Qwen3-30B-A3B-W8A8 --no-enable-prefix-caching --tensor-parallel-size 1 --port 8000 "
         "--max-model-len 5600 --max-num-batched-tokens 16384 --max-num-seqs 100 --trust-remote-code "
         "--gpu-memory-utilization 0.9 --compilation-config '{\"cudagraph_mode\": \"FULL_DECODE_ONLY\"}'"]
-    assert lines[3] == "# Plan it: python -m ascendflow +recipe=qwen3_30b_a3b_w8a8_tp1 run.mode=plan"  # the CI case name
+    # the recipe is named after the CI test case
+    assert lines[3] == "# Plan it: python -m ascendflow +recipe=qwen3_30b_a3b_w8a8_tp1 run.mode=plan"
 
 
 @pytest.mark.parametrize("argv, message", [

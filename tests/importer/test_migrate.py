@@ -65,7 +65,8 @@ def test_qwen_fp8_sides_are_the_compilers_plans(qwen):
     # the written target recipe plans, on A3, what the nearest fitting layout planned
     plan = plan_recipe(qwen.recipe)
     assert (plan.kv_cache.fits, plan.memory.kv_cache_bytes) == (True, a3.memory.kv_cache_bytes)
-    assert qwen.recipe.text().splitlines()[3] == "# Migrated to hardware=atlas_800i_a3, version-matrix row vllm-ascend-0.23.0."
+    assert qwen.recipe.text().splitlines()[3] == ("# Migrated to hardware=atlas_800i_a3, version-matrix row "
+                                                  "vllm-ascend-0.23.0.")
 
 
 def test_qwen_fp8_is_not_served_and_gets_the_msmodelslim_command(qwen):
@@ -148,3 +149,16 @@ def test_bad_baseline_is_one_line(tmp_path):
     with pytest.raises(ConfigError) as error:
         read_baseline(str(tmp_path / "x.json"))
     assert str(error.value).startswith(f"--baseline='{tmp_path / 'x.json'}': is not JSON (")
+
+
+def test_baseline_from_an_mlflow_run(mlflow_uri):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_uri)
+    run = client.create_run(client.create_experiment("h200"))
+    for name, value in (("output_throughput", 1800.0), ("p99_ttft_ms", 420.0), ("completed", 200.0)):
+        client.log_metric(run.info.run_id, name, value)
+    assert read_baseline(run.info.run_id, mlflow_uri) == {"output_throughput": 1800.0, "p99_ttft_ms": 420.0}
+    with pytest.raises(ConfigError) as error:
+        read_baseline("0" * 32, mlflow_uri)
+    assert str(error.value) == f"--baseline='{'0' * 32}': no such run in this MLflow store"
