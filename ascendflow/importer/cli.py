@@ -91,7 +91,13 @@ def run(argv: list[str]) -> int:
     commands = read_source(args.source)
     is_ci = args.source.endswith((".yaml", ".yml")) and Path(args.source).is_file()
     if is_ci:
+        names = [c.name for c in commands]
         commands = [c for c in commands if args.case is None or c.name == args.case][:1]
+        if not commands:
+            raise ConfigError("--case", args.case, f"is no test case of {args.source} ({', '.join(names)})")
+        if len(names) > 1:
+            print(f"importing test case {commands[0].name} of {', '.join(names)} (--case NAME picks another)",
+                  file=sys.stderr)
     # vllm-ascend's nightly single-node configs run on A3 unless the file says A2 (Qwen3-32B-Int8-A2.yaml)
     ci_hardware = "atlas_800i_a2" if re.search(r"(^|[-_])A2([-_.@]|$)", Path(args.source).name) else "atlas_800i_a3"
     hardware = args.hardware or (ci_hardware if is_ci else "nvidia_h200")

@@ -39,7 +39,7 @@ MAPPED: dict[str, str] = {
 }
 #: vLLM dests the importer handles itself (model, graph, quantization, additional config, names).
 HANDLED = {"model_tag", "model", "served_model_name", "enforce_eager", "compilation_config", "quantization",
-           "additional_config"}
+           "additional_config", "cudagraph_capture_sizes", "max_cudagraph_capture_size"}
 #: vLLM dests not carried into the recipe, with the reason (named in the recipe header and on stderr).
 NOT_CARRIED: dict[str, str] = {
     "host": "the launcher binds 0.0.0.0 (ascendflow/compiler/launch); the address clients use is run.host",
@@ -58,6 +58,8 @@ NOT_CARRIED: dict[str, str] = {
 #: ``compilation_config.cudagraph_mode`` -> graph option (``conf/graph``).
 GRAPH = {None: "compiled", "FULL_DECODE_ONLY": "full_decode_only", "PIECEWISE": "piecewise",
          "FULL_AND_PIECEWISE": "full_and_piecewise", "NONE": "eager"}
+#: vLLM's top-level flags that set ``compilation_config`` keys (``vllm/engine/arg_utils.py`` EngineArgs, 0.32.0).
+TOP_LEVEL_GRAPH = ("cudagraph_capture_sizes", "max_cudagraph_capture_size")
 #: ``compilation_config`` keys with a graph key.
 GRAPH_KEYS = {"cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size"}
 #: typed ``ascend.additional_config`` keys (``ascendflow/schema/ascend.py`` AdditionalConfig).
@@ -309,6 +311,9 @@ def recipe_name(command: ServeCommand, values: dict[str, Any]) -> str:
 def _graph(command: ServeCommand, recipe: dict, defaults: list, named: list) -> None:
     """``--enforce-eager`` / ``--compilation-config`` -> the graph option and its keys."""
     compilation = dict(command.values.get("compilation_config") or {})
+    for key in TOP_LEVEL_GRAPH:  # vLLM's top-level --cudagraph-capture-sizes / --max-cudagraph-capture-size
+        if key in command.values:
+            compilation[key] = command.values[key]
     mode = compilation.get("cudagraph_mode")
     if command.values.get("enforce_eager"):
         defaults.append({"override /graph": "eager"})

@@ -15,7 +15,7 @@ from typing import Any
 
 from ascendflow.compiler.plan import Plan
 from ascendflow.importer.command import CONFIG_DESTS, ServeCommand, given_options, serve_parser, _json_value
-from ascendflow.importer.recipe import CONF, Imported
+from ascendflow.importer.recipe import CONF, TOP_LEVEL_GRAPH, Imported
 
 #: Options ascendflow writes where the source leaves vLLM's own default or detection, with the reason. An option
 #: the plan writes with exactly vLLM's parser default needs none (:func:`compare_argv`).
@@ -132,6 +132,9 @@ def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | Non
     ours["model_tag"] = model
     theirs = dict(source.values)
     theirs["model_tag"] = source.model
+    for key in TOP_LEVEL_GRAPH:  # the plan writes them inside --compilation-config
+        if key in theirs and key not in ours:
+            theirs["compilation_config"] = {**(theirs.get("compilation_config") or {}), key: theirs.pop(key)}
     dropped = dict(imported.dropped) if imported else {}
     not_written_first: list[tuple[str, str]] = []
     if imported and imported.dropped_additional and isinstance(theirs.get("additional_config"), dict):

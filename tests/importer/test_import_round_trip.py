@@ -117,6 +117,17 @@ def test_unmapped_flags_go_to_extra_args_and_secrets_are_named():
     assert {"max_logprobs", "enable_log_requests", "generation_config", "max_model_len"} <= set(trip.same)
 
 
+def test_top_level_capture_sizes_become_the_graph_option_and_round_trip():
+    command = parse_command(["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "4096", "--cudagraph-capture-sizes",
+                             "1", "2", "4", "8"])
+    imported = to_recipe([command], hardware="nvidia_h200")
+    assert imported.recipe["graph"] == {"cudagraph_capture_sizes": [1, 2, 4, 8]}
+    assert "extra_args" not in imported.recipe["engine"]
+    plan, (trip,) = round_trip(imported)
+    assert trip.unexplained == [] and "compilation_config" in trip.same
+    assert plan.graph.capture_sizes == [1, 2, 4, 8]
+
+
 def test_recipe_text_names_its_source_and_command():
     command = read_source(str(DATA / "ci" / "Qwen3-30B-A3B-W8A8@v0.23.0.yaml"))[0]
     text = to_recipe([command], hardware="atlas_800i_a3").text("python -m ascendflow.import X")

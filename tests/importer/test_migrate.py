@@ -162,3 +162,18 @@ def test_baseline_from_an_mlflow_run(mlflow_uri):
     with pytest.raises(ConfigError) as error:
         read_baseline("0" * 32, mlflow_uri)
     assert str(error.value) == f"--baseline='{'0' * 32}': no such run in this MLflow store"
+
+
+def test_fp8_kv_cache_and_cuda_env_are_removed_on_ascend(tmp_path):
+    script = tmp_path / "serve.sh"
+    script.write_text("export NCCL_IB_DISABLE=1\nexport HF_HUB_OFFLINE=1\n"
+                      "vllm serve Qwen/Qwen3-8B --max-model-len 8192 --kv-cache-dtype fp8 \\\n"
+                      "    --all2all-backend deepep_low_latency\n")
+    from ascendflow.importer.command import read_source
+
+    imported = to_recipe(read_source(str(script)), hardware="nvidia_h200")
+    assert imported.recipe["ascend"]["env"] == {"NCCL_IB_DISABLE": "1", "HF_HUB_OFFLINE": "1"}
+    m = migrate(imported, "atlas_800i_a2")
+    assert [flag for flag, _ in m.removed] == ["--kv-cache-dtype fp8", "--all2all-backend", "env NCCL_IB_DISABLE"]
+    assert m.recipe.recipe["ascend"]["env"] == {"HF_HUB_OFFLINE": "1"}
+    assert m.target.fits and m.target.plan.kv_cache.dtype == "bfloat16"
