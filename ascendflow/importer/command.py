@@ -3,8 +3,9 @@
 Sources (:func:`read_source`): one command string; a file of commands (one ``vllm serve`` per node, shell lines with
 ``export NAME=VALUE`` before it and ``\\`` continuations, as the vllm-ascend tutorials write them); a vllm-ascend
 single-node CI config (``tests/e2e/nightly/single_node/models/configs/*.yaml``: ``test_cases[].model``, ``envs``,
-``server_cmd`` + ``server_cmd_extra``, as ``tests/e2e/nightly/single_node/models/scripts/test_single_node.py`` builds
-``vllm serve`` at v0.23.0).
+``server_cmd`` + ``server_cmd_extra``, as ``tests/e2e/nightly/single_node/models/scripts/single_node_config.py`` joins
+them at v0.23.0: ``full_cmd = list(server_cmd) + list(server_cmd_extra)``, ``$VAR`` from ``envs``, ``DEFAULT_PORT`` a
+free port).
 
 The argv is parsed by ``vllm.entrypoints.launchers.cli_args.make_arg_parser(FlexibleArgumentParser())`` of the
 installed vLLM (the pinned one: ``ascendflow/runner/data/vllm_serve_flags.json``), so what vLLM would refuse is
