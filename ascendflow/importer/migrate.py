@@ -31,23 +31,12 @@ from ascendflow.importer.roundtrip import compose_recipe, given_options, _typed
 from ascendflow.schema.errors import ConfigError
 
 GIB = 2**30
-#: vLLM flags (dests) that select CUDA kernels or libraries vllm-ascend does not have, with the reason they go.
-CUDA_ONLY: dict[str, str] = {
-    "attention_backend": "selects a CUDA attention kernel (FlashAttention, FlashInfer...); vllm-ascend's platform "
-                         "picks its own (vllm_ascend/platform.py get_attn_backend_cls)",
-    "all2all_backend": "DeepEP / pplx all-to-all are CUDA libraries; vllm-ascend's MoE uses MC2 / HCCL all-to-all",
-    "enable_dbo": "dual-batch overlap is vLLM's CUDA (DeepEP) path",
-    "dbo_decode_token_threshold": "dual-batch overlap is vLLM's CUDA (DeepEP) path",
-    "dbo_prefill_token_threshold": "dual-batch overlap is vLLM's CUDA (DeepEP) path",
-    "gdn_prefill_backend": "selects a CUDA (FlashInfer / CuTe DSL) Gated-DeltaNet kernel",
-    "kda_prefill_backend": "selects a CUDA KDA kernel", "kda_decode_backend": "selects a CUDA KDA kernel",
-    "cuda_graph_sizes": "CUDA graph sizes: ascendflow plans the ACL graph capture sizes (graph=<option>)",
-}
-#: Environment prefixes of the CUDA stack (NCCL, CUDA, FlashInfer, DeepGEMM switches of vLLM): removed on Ascend,
-#: where HCCL / CANN take their place (the environment bundle, ``conf/ascend``).
-CUDA_ENV = ("NCCL_", "CUDA_", "NVIDIA_", "CUBLAS_", "VLLM_ATTENTION_BACKEND", "VLLM_USE_DEEP_GEMM",
-            "VLLM_USE_FLASHINFER",
-            "VLLM_FLASHINFER", "TORCH_CUDA_")
+#: CUDA-only vLLM options and environment (``data/cuda_only.yaml``): ``{"flags": {dest: reason}, "env_prefixes"}``.
+_CUDA = yaml.safe_load(resources.files("ascendflow.importer").joinpath("data/cuda_only.yaml").read_text())
+#: vLLM dests that select CUDA kernels or libraries, with the reason they go on Ascend.
+CUDA_ONLY: dict[str, str] = dict(_CUDA["flags"])
+#: Environment name prefixes of the CUDA stack (NCCL, CUDA, FlashInfer, DeepGEMM switches of vLLM).
+CUDA_ENV: tuple[str, ...] = tuple(_CUDA["env_prefixes"])
 #: Why a flag's value changes between the source and the target plan (both written by the compiler).
 CHANGE_REASONS: dict[str, str] = {
     "block_size": "the platform's KV block size (CUDA: CacheConfig 16; vllm-ascend refresh_block_size: 128)",
