@@ -177,3 +177,15 @@ def test_fp8_kv_cache_and_cuda_env_are_removed_on_ascend(tmp_path):
     assert [flag for flag, _ in m.removed] == ["--kv-cache-dtype fp8", "--all2all-backend", "env NCCL_IB_DISABLE"]
     assert m.recipe.recipe["ascend"]["env"] == {"HF_HUB_OFFLINE": "1"}
     assert m.target.fits and m.target.plan.kv_cache.dtype == "bfloat16"
+
+
+def test_the_worked_example_in_the_docs_is_what_migrate_prints(qwen):
+    """docs/nvidia.md shows the Qwen3-235B FP8 migration's stdout, abridged by the removal line only."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "nvidia.md").read_text()
+    block = text[text.index("stdout (abridged"):]
+    block = block[block.index("```text\n") + 8:]
+    shown = block[:block.index("```")].splitlines()
+    printed = [line for line in render(qwen).splitlines() if not line.startswith("removed quantization fp8")]
+    assert shown == printed
