@@ -162,7 +162,7 @@ def given_options(argv: list[str]) -> tuple[str | None, dict[str, list[str]]]:
     return model, given
 
 
-def _json_value(tokens: list[str]) -> Any:
+def json_value(tokens: list[str]) -> Any:
     """The JSON value of a config flag's tokens (``--x '{...}'`` or ``--x={...}``); dot notation refused."""
     flag = tokens[0].split("=", 1)[0]
     if "." in flag.lstrip("-"):
@@ -201,7 +201,7 @@ def parse_command(argv: list[str], *, env: dict[str, str] | None = None, source:
         model = getattr(namespace, "model", None) if "model" in given else None
     if not model:
         raise ConfigError(KEY, "vllm serve", "names no model; give `vllm serve MODEL ...`")
-    values = {dest: (_json_value(tokens) if dest in CONFIG_DESTS else getattr(namespace, dest))
+    values = {dest: (json_value(tokens) if dest in CONFIG_DESTS else getattr(namespace, dest))
               for dest, tokens in given.items()}
     return ServeCommand(argv=list(argv), model=model, given=given, values=values, env=dict(env or {}), source=source,
                         name=name)

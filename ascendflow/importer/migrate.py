@@ -27,7 +27,7 @@ import yaml
 from ascendflow.compiler.plan import Plan
 from ascendflow.compiler.rules.software import version_at_least
 from ascendflow.importer.recipe import CONF, Imported, target_row
-from ascendflow.importer.roundtrip import compose_recipe, given_options, _typed
+from ascendflow.importer.roundtrip import compose_recipe, given_options, typed_values
 from ascendflow.schema.errors import ConfigError
 
 GIB = 2**30
@@ -333,7 +333,7 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
 def _argv_values(plan: Plan) -> dict[str, Any]:
     argv = list(plan.serve_command[2:])
     model, given = given_options(argv)
-    out = _typed(given, argv)
+    out = typed_values(given, argv)
     out["model_tag"] = model
     return out
 

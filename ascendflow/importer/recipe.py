@@ -197,7 +197,7 @@ def to_recipe(commands: list[ServeCommand], *, hardware: str, model: str | None 
     """
     first = commands[0]
     if not (CONF / "hardware" / f"{hardware}.yaml").is_file():
-        raise ConfigError("hardware", hardware, f"is no hardware option (conf/hardware)")
+        raise ConfigError("hardware", hardware, "is no hardware option (conf/hardware)")
     if "kv_transfer_config" in first.given:
         raise ConfigError("--kv-transfer-config", "given", "a PD role's command; import the CI PD config with "
                                                            "scripts/import_ci_pd_config.py")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ascendflow.compiler.plan import Plan
-from ascendflow.importer.command import CONFIG_DESTS, ServeCommand, given_options, serve_parser, _json_value
+from ascendflow.importer.command import CONFIG_DESTS, ServeCommand, given_options, json_value, serve_parser
 from ascendflow.importer.recipe import CONF, TOP_LEVEL_GRAPH, Imported
 
 #: Options ascendflow writes where the source leaves vLLM's own default or detection, with the reason. An option
@@ -105,9 +105,11 @@ def plan_recipe(imported: Imported, overrides: list[str] | None = None) -> Plan:
     return compile_plan(spec, arch, model_path=imported.commands[0].model)
 
 
-def _typed(given: dict[str, list[str]], argv: list[str]) -> dict[str, Any]:
+def typed_values(given: dict[str, list[str]], argv: list[str]) -> dict[str, Any]:
+    """``{dest: value}`` of ``given`` (:func:`~ascendflow.importer.command.given_options` of ``argv``), typed by
+    vLLM's parser; config flags (``--compilation-config``...) as their JSON."""
     namespace = serve_parser().parse_args(argv)
-    return {dest: (_json_value(tokens) if dest in CONFIG_DESTS else getattr(namespace, dest))
+    return {dest: (json_value(tokens) if dest in CONFIG_DESTS else getattr(namespace, dest))
             for dest, tokens in given.items()}
 
 
@@ -128,7 +130,7 @@ def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | Non
     (the launcher binds 0.0.0.0).
     """
     model, ours_given = given_options(argv)
-    ours = _typed(ours_given, argv)
+    ours = typed_values(ours_given, argv)
     ours["model_tag"] = model
     theirs = dict(source.values)
     theirs["model_tag"] = source.model
