@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry points", ("ascendflow.app", "ascendflow.__main__", "ascendflow.job_inputs", "ascendflow.modes", "ascendflow.sweeps",
                       "ascendflow.perfmodel.fit",
                       "ascendflow.report", "ascendflow.sync", "ascendflow.calibrate", "ascendflow.precision", "ascendflow.compare",
-                      "ascendflow.upgrade")),
+                      "ascendflow.upgrade", "ascendflow.importer", "ascendflow.import")),
 )
 
 #: Floors inside the compiler, lowest first (same rule): output types and release rules at the bottom, the passes,

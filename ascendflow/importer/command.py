@@ -1,0 +1,300 @@
+"""A ``vllm serve`` command, read with the installed vLLM's own server parser.
+
+Sources (:func:`read_source`): one command string; a file of commands (one ``vllm serve`` per node, shell lines with
+``export NAME=VALUE`` before it and ``\\`` continuations, as the vllm-ascend tutorials write them); a vllm-ascend
+single-node CI config (``tests/e2e/nightly/single_node/models/configs/*.yaml``: ``test_cases[].model``, ``envs``,
+``server_cmd`` + ``server_cmd_extra``, as ``tests/e2e/nightly/single_node/models/scripts/single_node_config.py`` joins
+them at v0.23.0: ``full_cmd = list(server_cmd) + list(server_cmd_extra)``, ``$VAR`` from ``envs``, ``DEFAULT_PORT`` a
+free port).
+
+The argv is parsed by ``vllm.entrypoints.launchers.cli_args.make_arg_parser(FlexibleArgumentParser())`` of the
+installed vLLM (the pinned one: ``ascendflow/runner/data/vllm_serve_flags.json``), so what vLLM would refuse is
+refused here, with vLLM's own message. This module imports vLLM; the compiler never does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ascendflow.schema.errors import ConfigError
+
+KEY = "command"
+
+
+@dataclass
+class ServeCommand:
+    """One parsed ``vllm serve``.
+
+    Attributes:
+        argv: the tokens after ``vllm serve`` (model positional included), as given.
+        model: the model positional (or ``--model``).
+        given: ``{dest: [tokens]}`` of every option the command sets, in order (the flag and its value tokens, as
+            typed; ``--flag=value`` kept as one token).
+        values: ``{dest: value}`` as vLLM's parser converts them (ints, bools, dicts); config objects vLLM builds
+            (``--compilation-config``) as the JSON given.
+        env: the environment the command runs with (``export`` lines, CI ``envs``), names to text.
+        source: where it came from (``path@commit:line`` or ``command line``).
+        name: a short name for the recipe (CI test case name, else derived from the model).
+    """
+
+    argv: list[str]
+    model: str
+    given: dict[str, list[str]]
+    values: dict[str, Any]
+    env: dict[str, str] = field(default_factory=dict)
+    source: str = "command line"
+    name: str = ""
+
+    @property
+    def text(self) -> str:
+        """The command as one shell line, secret values (``--api-key``) masked."""
+        return shlex.join(["vllm", "serve", *mask_secrets(self.argv)])
+
+
+#: Flags whose value is a secret: never echoed into a recipe or a report.
+SECRET_FLAGS = ("--api-key",)
+
+
+def mask_secrets(argv: list[str]) -> list[str]:
+    """``argv`` with the value of every :data:`SECRET_FLAGS` flag replaced by ``***``."""
+    from ascendflow.schema.secret_names import MASK
+
+    out = list(argv)
+    for i, token in enumerate(out):
+        flag = token.split("=", 1)[0]
+        if flag in SECRET_FLAGS:
+            if "=" in token:
+                out[i] = f"{flag}={MASK}"
+            elif i + 1 < len(out):
+                out[i + 1] = MASK
+    return out
+
+
+def mask_text(text: str) -> str:
+    """``text`` with the value after every :data:`SECRET_FLAGS` flag replaced by ``***`` (a command in one string)."""
+    for flag in SECRET_FLAGS:
+        text = re.sub(rf"({re.escape(flag)}(?:=|\s+))('[^']*'|\"[^\"]*\"|\S+)", r"\1***", text)
+    return text
+
+
+@lru_cache(maxsize=1)
+def serve_parser() -> argparse.ArgumentParser:
+    """The installed vLLM's ``vllm serve`` parser (imports vLLM: seconds, once per process)."""
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+
+    def error(message: str) -> None:
+        raise ConfigError(KEY, "vllm serve", "vLLM's parser: " + " ".join(message.split()))
+
+    parser.error = error  # argparse calls self.error(): one line instead of usage + exit 2
+    return parser
+
+
+def vllm_version() -> str:
+    """The installed vLLM's version (the parser's)."""
+    import vllm
+
+    return vllm.__version__
+
+
+def _action(parser: argparse.ArgumentParser, flag: str) -> argparse.Action | None:
+    """The action of option token ``flag`` (``_`` or ``-`` spelling, ``--x.y`` dot notation, ``-O3``)."""
+    actions = parser._option_string_actions
+    name = flag.split(".", 1)[0] if flag.startswith("--") else flag
+    for candidate in (name, "--" + name[2:].replace("_", "-") if name.startswith("--") else name):
+        if candidate in actions:
+            return actions[candidate]
+    if re.fullmatch(r"-O\d?", flag):
+        return actions.get("--optimization-level")
+    return None
+
+
+def _is_flag(token: str) -> bool:
+    return token.startswith("-") and token != "-" and not re.fullmatch(r"-\d+(\.\d+)?(e-?\d+)?", token)
+
+
+def given_options(argv: list[str]) -> tuple[str | None, dict[str, list[str]]]:
+    """The model positional and ``{dest: tokens}`` of ``argv`` (tokens after ``vllm serve``), in order.
+
+    Raises:
+        ConfigError: a flag vLLM's parser does not know.
+    """
+    parser = serve_parser()
+    model, given, i = None, {}, 0
+    while i < len(argv):
+        token = argv[i]
+        if not _is_flag(token):
+            if model is None:
+                model, i = token, i + 1
+                continue
+            raise ConfigError(KEY, token, "is a second positional argument; vllm serve takes one model")
+        flag = token.split("=", 1)[0]
+        action = _action(parser, flag)
+        if action is None:
+            raise ConfigError(KEY, flag, "is not a flag of the installed vLLM's vllm serve (vllm serve --help)")
+        tokens = [token]
+        i += 1
+        inline = "=" in token or re.fullmatch(r"-O\d", token)
+        if not inline and action.nargs != 0:
+            if action.nargs in ("+", "*"):
+                while i < len(argv) and not _is_flag(argv[i]):
+                    tokens.append(argv[i])
+                    i += 1
+            elif action.nargs == "?":
+                if i < len(argv) and not _is_flag(argv[i]):
+                    tokens.append(argv[i])
+                    i += 1
+            elif i < len(argv):
+                tokens.append(argv[i])
+                i += 1
+        given.setdefault(action.dest, []).extend(tokens)
+    return model, given
+
+
+def json_value(tokens: list[str]) -> Any:
+    """The JSON value of a config flag's tokens (``--x '{...}'`` or ``--x={...}``); dot notation refused."""
+    flag = tokens[0].split("=", 1)[0]
+    if "." in flag.lstrip("-"):
+        raise ConfigError(KEY, flag, "dot notation is not imported; give the whole value as JSON")
+    text = tokens[0].split("=", 1)[1] if "=" in tokens[0] else (tokens[1] if len(tokens) > 1 else "")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(KEY, flag, f"value is not JSON ({error.msg})") from None
+
+
+#: vLLM dests whose parsed value is a config object; the importer keeps the JSON given.
+CONFIG_DESTS = {"compilation_config", "kv_transfer_config", "attention_config", "structured_outputs_config",
+                "profiler_config", "kernel_config", "reasoning_config", "weight_transfer_config", "kv_events_config",
+                "ec_transfer_config", "observability_config", "aux_output_config", "diffusion_config"}
+
+
+def parse_command(argv: list[str], *, env: dict[str, str] | None = None, source: str = "command line",
+                  name: str = "") -> ServeCommand:
+    """Parse ``argv`` (with or without a leading ``vllm serve``) with vLLM's parser.
+
+    Raises:
+        ConfigError: not a ``vllm serve`` command, no model, a flag or value vLLM's parser refuses (vLLM's message,
+            on one line).
+    """
+    if argv[:2] == ["vllm", "serve"]:
+        argv = argv[2:]
+    elif argv and argv[0] in ("vllm", "python", "python3"):
+        raise ConfigError(KEY, " ".join(argv[:2]), "is not `vllm serve`; give a `vllm serve MODEL ...` command")
+    placeholder = next((t for t in argv if re.search(r"<[\w -]+>|\$\{?\w+", t)), None)
+    if placeholder is not None:
+        raise ConfigError(KEY, placeholder, "is a placeholder, not a value; fill it in before importing")
+    model, given = given_options(argv)
+    namespace = serve_parser().parse_args(argv)
+    if model is None:
+        model = getattr(namespace, "model", None) if "model" in given else None
+    if not model:
+        raise ConfigError(KEY, "vllm serve", "names no model; give `vllm serve MODEL ...`")
+    values = {dest: (json_value(tokens) if dest in CONFIG_DESTS else getattr(namespace, dest))
+              for dest, tokens in given.items()}
+    return ServeCommand(argv=list(argv), model=model, given=given, values=values, env=dict(env or {}), source=source,
+                        name=name)
+
+
+def _shell_commands(text: str) -> list[tuple[list[str], dict[str, str], int]]:
+    """``(argv, env, line)`` of every ``vllm serve`` in shell text (``export`` lines before it set its env)."""
+    joined: list[tuple[str, int]] = []
+    buffer, start = "", 0
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not buffer:
+            start = number
+        if stripped.endswith("\\"):
+            buffer += stripped[:-1] + " "
+            continue
+        joined.append((buffer + stripped, start))
+        buffer = ""
+    if buffer:
+        joined.append((buffer, start))
+    env: dict[str, str] = {}
+    out = []
+    for line, number in joined:
+        if not line or line.startswith("#"):
+            continue
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as error:
+            raise ConfigError(KEY, line[:60] + ("..." if len(line) > 60 else ""),
+                              f"is not a shell command line ({error})") from None
+        if tokens[:1] == ["export"]:
+            for assignment in tokens[1:]:
+                key, _, value = assignment.partition("=")
+                env[key] = value
+        elif "vllm" in tokens and tokens[tokens.index("vllm") + 1: tokens.index("vllm") + 2] == ["serve"]:
+            out.append((tokens[tokens.index("vllm"):], dict(env), number))
+    return out
+
+
+def read_shell(text: str, source: str) -> list[ServeCommand]:
+    """Every ``vllm serve`` of shell text (``export`` lines before a command set its environment).
+
+    Raises:
+        ConfigError: no command found, or a command vLLM's parser refuses.
+    """
+    found = _shell_commands(text)
+    if not found:
+        raise ConfigError(KEY, source, "holds no `vllm serve` command")
+    return [parse_command(argv, env=env, source=f"{source}:{line}" if source != "command line" else source)
+            for argv, env, line in found]
+
+
+def read_source(text: str, *, case: str | None = None) -> list[ServeCommand]:
+    """Every ``vllm serve`` of ``text``: a command, a path to a shell file of commands (one per node), or a path to a
+    vllm-ascend single-node CI config (``case``: its test case name; default every case).
+
+    Raises:
+        ConfigError: no command found, an unknown case, or a command vLLM's parser refuses.
+    """
+    path = Path(text)
+    if "\n" not in text and len(text) < 4096 and path.is_file():
+        body = path.read_text()
+        if path.suffix in (".yaml", ".yml"):
+            return _ci_cases(yaml.safe_load(body), str(path), case)
+        found = _shell_commands(body)
+        if not found:
+            raise ConfigError(KEY, str(path), "holds no `vllm serve` command")
+        return [parse_command(argv, env=env, source=f"{path}:{line}") for argv, env, line in found]
+    found = _shell_commands(text)
+    if not found:
+        tokens = shlex.split(text)
+        raise ConfigError(KEY, " ".join(tokens[:2]) or text[:60], "is not `vllm serve`; give a "
+                                                                   "`vllm serve MODEL ...` command or a file")
+    return [parse_command(argv, env=env) for argv, env, _ in found]
+
+
+def _ci_cases(raw: Any, source: str, case: str | None) -> list[ServeCommand]:
+    """The test cases of a single-node CI config as commands: ``vllm serve MODEL`` + ``server_cmd`` +
+    ``server_cmd_extra`` with ``$SERVER_PORT`` filled (CI's ``DEFAULT_PORT`` is a free port it picks; 8000 here)."""
+    if not isinstance(raw, dict) or "test_cases" not in raw:
+        raise ConfigError(KEY, source, "is not a vllm-ascend single-node CI config (no test_cases); multi-node PD "
+                                       "configs: scripts/import_ci_pd_config.py")
+    out = []
+    for test in raw["test_cases"]:
+        if case is not None and test["name"] != case:
+            continue
+        env = {k: str(v) for k, v in (test.get("envs") or {}).items()}
+        port = env.pop("SERVER_PORT", "8000")
+        port = "8000" if port == "DEFAULT_PORT" else port
+        args = [str(a) for a in [*(test.get("server_cmd") or []), *(test.get("server_cmd_extra") or [])]]
+        args = [a.replace("$SERVER_PORT", port) for a in args]
+        out.append(parse_command(["vllm", "serve", test["model"], *args], env=env,
+                                 source=f"{source} test case {test['name']}", name=test["name"]))
+    if not out:
+        raise ConfigError(KEY, case or source, "no such test case in the CI config")
+    return out

@@ -1,0 +1,72 @@
+"""``python -m ascendflow.import``: the recipe on stdout (or ``-o``), the round trip and the named options on stderr,
+``--to`` with a baseline, ``compare-baseline``; bad input is one ``error:`` line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from ascendflow.importer.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+CI = ROOT / "tests" / "data" / "import_vllm" / "ci" / "Qwen3-32B-Int8@v0.23.0.yaml"
+
+
+def test_unparsable_command_is_one_line_from_the_real_process():
+    proc = subprocess.run([sys.executable, "-m", "ascendflow.import", "vllm serve 'Qwen/Qwen3-8B --max-model-len 4"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == ("error: command=\"vllm serve 'Qwen/Qwen3-8B --max-model-len 4\": is not a shell command "
+                           "line (No closing quotation)\n")
+
+
+def test_unknown_model_and_unknown_flag_are_one_line(capsys):
+    assert main(["vllm serve mistralai/Mistral-7B-v0.1 --max-model-len 4096"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: model='mistralai/Mistral-7B-v0.1': matches no model option") and err.count("\n") == 1
+    assert main(["vllm serve Qwen/Qwen3-8B --max-modle-len 4096"]) == 2
+    assert capsys.readouterr().err == ("error: command='--max-modle-len': is not a flag of the installed vLLM's vllm "
+                                       "serve (vllm serve --help)\n")
+
+
+def test_ci_config_case_to_a_recipe_file(tmp_path, capsys):
+    out = tmp_path / "recipe" / "q32.yaml"
+    assert main([str(CI), "--case", "Qwen3-32B-W8A8-single-a3", "-o", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == ["round trip: 11 options the same, 6 written explicitly (vLLM's defaults), 1 not written "
+                        "(named), 0 unexplained", f"wrote {out}"]
+    recipe = yaml.safe_load(out.read_text())
+    assert recipe["defaults"] == [{"override /hardware": "atlas_800i_a3"}, {"override /model": "qwen3_32b"},
+                                  {"override /graph": "eager"}, {"override /quantization": "w8a8_dynamic_ascend"}]
+    assert recipe["engine"] == {"max_model_len": 40960, "max_num_seqs": 80, "max_num_batched_tokens": 40960,
+                                "gpu_memory_utilization": 0.9, "block_size": 128, "enable_prefix_caching": False}
+    assert recipe["ascend"] == {"additional_config": {"other": {"weight_prefetch_config": {"enabled": True}}},
+                                "hccl_op_expansion_mode_aiv": True, "env": {"VLLM_ASCEND_ENABLE_FLASHCOMM": "1"}}
+
+
+def test_migrate_with_a_baseline_then_compare(tmp_path, capsys):
+    bench = tmp_path / "h200.json"
+    bench.write_text(json.dumps({"output_throughput": 2000.0, "median_ttft_ms": 80.0, "median_tpot_ms": 12.0}))
+    out = tmp_path / "recipe" / "q8.yaml"
+    rc = main(["vllm serve Qwen/Qwen3-8B --max-model-len 16384", "--to", "hardware=atlas_800i_a2",
+               "release=vllm-ascend-0.23.0", "--baseline", str(bench), "-o", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "hardware                   nvidia_h200           atlas_800i_a2" in text
+    assert "source baseline (measured): output_throughput 2000, median_ttft_ms 80, median_tpot_ms 12" in text
+    assert "# Source baseline (measured): {\"median_tpot_ms\": 12.0, \"median_ttft_ms\": 80.0, " \
+           "\"output_throughput\": 2000.0}" in out.read_text()
+    saved = json.loads(out.with_suffix(".baseline.json").read_text())
+    assert saved == {"recipe": "q8", "source": "command line", "hardware": "nvidia_h200",
+                     "metrics": {"output_throughput": 2000.0, "median_ttft_ms": 80.0, "median_tpot_ms": 12.0}}
+    ascend = tmp_path / "a2.json"
+    ascend.write_text(json.dumps({"output_throughput": 1500.0, "median_ttft_ms": 100.0, "median_tpot_ms": 15.0}))
+    assert main(["compare-baseline", str(out.with_suffix(".baseline.json")), str(ascend)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "output_throughput       2000.00       1500.00  0.750 (worse)",
+        "median_ttft_ms            80.00        100.00  1.250 (worse)",
+        "median_tpot_ms            12.00         15.00  1.250 (worse)"]
