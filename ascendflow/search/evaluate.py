@@ -9,8 +9,12 @@ simulates them independently), so the instance's capacity is ``DP ×`` the rank'
 load to the candidate rather than to ``workload.num_prompts`` (a benchmark of 64 prompts cannot load 64 devices).
 The step model sees the whole instance (TP, DP, EP, nodes: expert weights and all-to-all over ``TP × DP``).
 
-Capacity (PD roles): :func:`ascendflow.perfmodel.pd_ratio.role_capacity` of one role instance (prefill within
-``slo.p99_ttft_ms``, decode within ``slo.p99_tpot_ms``), computed once per role config and reused for every P:D count.
+Capacity (PD roles): :func:`role_rate`, the rule of :func:`ascendflow.perfmodel.pd_ratio.role_capacity` (one DP
+rank, Poisson arrivals up to ``UTILIZATION_CAP`` of the saturated rate, bisection on the role's p99 target: prefill
+``slo.p99_ttft_ms``, decode ``slo.p99_tpot_ms`` with the prompt's KV received) at search resolution: fewer requests
+per point and fewer halvings (:data:`ROLE_REQUESTS_PER_SEQ`, :data:`ROLE_BISECTION_STEPS`; measured 4 s per role
+config with pd_ratio's, most of a search's time). Computed once per role config and reused for every P:D count; the
+written recipes' plans carry pd_ratio's own figures (``performance.pd_ratio``).
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ from typing import Any, Mapping
 from ascendflow.compiler import Plan, compile_plan
 from ascendflow.compiler.checks.pd import check_decode_capacity, check_prefill_capacity, request_tokens
 from ascendflow.compiler.deployment import compile_role
-from ascendflow.perfmodel.pd_ratio import role_capacity
+import math
+
+from ascendflow.perfmodel.pd_ratio import UTILIZATION_CAP
 from ascendflow.perfmodel.predict import limits_of, predicted_capacity, step_model
+from ascendflow.perfmodel.scheduler import simulate
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.table import find_table
 from ascendflow.platforms import HostFacts
@@ -42,6 +49,11 @@ from ascendflow.search.space import Knobs, Layout, RoleConfig
 LOAD_PER_SEQ = 1
 #: Prompts simulated per load point, in multiples of the highest load (two waves: the second shows the queueing).
 PROMPTS_PER_LOAD = 2
+
+#: Requests per rate point of a role's search, in multiples of its ``max_num_seqs`` (at least ROLE_MIN_REQUESTS).
+ROLE_REQUESTS_PER_SEQ, ROLE_MIN_REQUESTS = 4, 64
+#: Halvings of a role's rate interval: the rate found is within 1/64 of the saturated rate below the boundary.
+ROLE_BISECTION_STEPS = 6
 
 #: Refusal classes, first match wins: (pattern on the compiler's one line, short reason). The reasons name the rule
 #: the compiler applied (its message carries the figures); anything else is reported by its config key.
@@ -188,8 +200,10 @@ class Evaluator:
             kwargs = {} if self.tables_dir is None else {"tables_dir": self.tables_dir}
             self._tables[tp] = find_table(self.spec.hardware.name, self.spec.hardware.software, shapes, **kwargs)
         table = self._tables[tp]
-        return step_model(plan, self.hardware, table, calibration=None if table is not None else self.calibration,
-                          quantization=self.quantizations[quantization].model_dump())
+        step, source = step_model(plan, self.hardware, table,
+                                  calibration=None if table is not None else self.calibration,
+                                  quantization=self.quantizations[quantization].model_dump())
+        return step, source
 
     @staticmethod
     def _step_key(step: Any, plan: Mapping[str, Any]) -> str:
@@ -215,7 +229,7 @@ class Evaluator:
             return Priced(plan=plan, status="not predicted", note=source)
         rank = {**data, "engine_args": {**data["engine_args"], "data_parallel_size": 1}}
         limits = limits_of(rank)
-        key = (quantization, self._step_key(step, data), limits, type(step).__name__)
+        key = (quantization, self._step_key(step, data), limits)
         if key not in self._capacity:
             self.priced += 1
             self._capacity[key] = self._rank_capacity(rank, step, limits.max_num_seqs)
@@ -271,15 +285,15 @@ class Evaluator:
             out = Priced(plan=plan, status="not predicted", note=source)
         else:
             slo = self.spec.slo
-            price = (rc.role, quantization, self._step_key(step, data), limits_of(data), type(step).__name__)
+            price = (rc.role, quantization, self._step_key(step, data), limits_of(data))
             if price not in self._capacity:  # graph modes the step model prices alike share one search
                 self.priced += 1
                 if rc.role == "prefill":
-                    self._capacity[price] = role_capacity(data, step, self.isl, 1, 0, "p99_ttft_ms", slo.p99_ttft_ms,
-                                                          seed=self.spec.workload.seed)
+                    self._capacity[price] = role_rate(data, step, self.isl, 1, 0, "p99_ttft_ms", slo.p99_ttft_ms,
+                                                      seed=self.spec.workload.seed)
                 else:
-                    self._capacity[price] = role_capacity(data, step, self.isl, self.osl, self.isl, "p99_tpot_ms",
-                                                          slo.p99_tpot_ms, seed=self.spec.workload.seed)
+                    self._capacity[price] = role_rate(data, step, self.isl, self.osl, self.isl, "p99_tpot_ms",
+                                                      slo.p99_tpot_ms, seed=self.spec.workload.seed)
             cap = self._capacity[price]
             at = cap["at"]
             out = Priced(plan=plan, rps=float(cap["rps_per_instance"]), at=at, lowest=at,
@@ -287,3 +301,43 @@ class Evaluator:
                          status="ranked" if cap["met"] else "misses SLO")
         self._roles[key] = out
         return out
+
+
+def role_rate(rplan: Mapping[str, Any], step: Any, prompt: int, output: int, received: int, metric: str,
+              target_ms: float | None, seed: int = 0) -> dict[str, Any]:
+    """Requests/s one role instance sustains with ``metric`` within ``target_ms``: the rule of
+    :func:`ascendflow.perfmodel.pd_ratio.role_capacity` (saturated rate, then ``UTILIZATION_CAP`` of it, then
+    bisection), on ``ROLE_REQUESTS_PER_SEQ × max_num_seqs`` requests per point and ``ROLE_BISECTION_STEPS`` halvings.
+
+    Returns:
+        ``{"rps_per_instance", "met", "at"}`` as ``role_capacity`` (``at``: the simulated metrics of one DP rank).
+    """
+    dp = int(rplan["engine_args"].get("data_parallel_size") or 1)
+    limits = limits_of(rplan)
+    n = max(ROLE_MIN_REQUESTS, ROLE_REQUESTS_PER_SEQ * limits.max_num_seqs)
+
+    def run(rate: float) -> dict[str, float]:
+        return simulate([(prompt, output)] * n, limits, step, max_concurrency=None, request_rate=rate, seed=seed,
+                        received_tokens=received).metrics()
+
+    saturated = run(math.inf)
+    top = UTILIZATION_CAP * float(saturated["request_throughput"])
+    best, at = 0.0, saturated
+    if target_ms is None:
+        best = top
+    else:
+        first = run(top)
+        if first[metric] <= target_ms:
+            best, at = top, first
+        else:
+            lo, hi = 0.0, top
+            for _ in range(ROLE_BISECTION_STEPS):
+                mid = (lo + hi) / 2
+                m = run(mid)
+                if m[metric] <= target_ms:
+                    lo, best, at = mid, mid, m
+                else:
+                    hi = mid
+                    if not best:
+                        at = m
+    return {"rps_per_instance": best * dp, "met": best > 0, "at": {k: float(v) for k, v in at.items()}}
