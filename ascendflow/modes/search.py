@@ -133,7 +133,7 @@ class SearchMode(Mode):
         out = job.run_dir / "search"
         title = (f"{spec.model.name} [{', '.join(quants)}] on {nodes} × {spec.hardware.name} · "
                  f"ISL {evaluator.isl} / OSL {evaluator.osl} · {targets}")
-        console.console.print(table(result.ranked[:spec.search.show], title))
+        console.console.print(table(result.ranked[:spec.search.show], title), width=max(console.console.width, 160))
         console.info_lines([counts.line()])
         png = pareto_png(result.ranked, out / "pareto.png", title)
         candidates_json(result.rows, out / "candidates.json", {"counts": counts.as_dict(), "seconds": result.seconds,

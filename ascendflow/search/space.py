@@ -40,6 +40,11 @@ class Layout:
                 + (" EP" if self.enable_expert_parallel else ""))
 
 
+#: Short names of the graph modes in labels.
+GRAPH_SHORT = {"NONE": "eager", "PIECEWISE": "PW", "FULL": "FULL", "FULL_DECODE_ONLY": "FDO",
+               "FULL_AND_PIECEWISE": "F+PW"}
+
+
 @dataclass(frozen=True)
 class Knobs:
     """Engine and graph knobs of one instance: ``cudagraph_mode`` (``NONE``: ``--enforce-eager``), ``max_num_seqs``,
@@ -50,8 +55,8 @@ class Knobs:
     max_num_batched_tokens: int
 
     def label(self) -> str:
-        graph = "eager" if self.cudagraph_mode == "NONE" else self.cudagraph_mode
-        return f"{graph} seqs{self.max_num_seqs} tok{self.max_num_batched_tokens}"
+        """``FDO s64 t4096`` (graph mode short name, ``max_num_seqs``, ``max_num_batched_tokens``)."""
+        return f"{GRAPH_SHORT[self.cudagraph_mode]} s{self.max_num_seqs} t{self.max_num_batched_tokens}"
 
 
 @dataclass(frozen=True)
