@@ -9,6 +9,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from ascendflow import console
 from ascendflow.capacity.search import load_range
 from ascendflow.compiler import Plan
@@ -133,8 +135,8 @@ class SearchMode(Mode):
         out = job.run_dir / "search"
         title = (f"{spec.model.name} [{', '.join(quants)}] on {nodes} × {spec.hardware.name} · "
                  f"ISL {evaluator.isl} / OSL {evaluator.osl} · {targets}")
-        console.console.print(table(result.ranked[:spec.search.show], title), width=max(console.console.width, 160))
-        console.info_lines([counts.line()])
+        Console(width=max(console.console.width, 170), highlight=False).print(table(result.ranked[:spec.search.show],
+                                                                                   title))
         png = pareto_png(result.ranked, out / "pareto.png", title)
         candidates_json(result.rows, out / "candidates.json", {"counts": counts.as_dict(), "seconds": result.seconds,
                                                                "nodes": nodes, "slo": spec.slo.targets})

@@ -87,10 +87,10 @@ def recipe_text(spec: RunSpec, name: str, why: list[str]) -> str:
     the hardware, model, quantization and PD options by name, the sections of :data:`RECIPE_SECTIONS` (and ``pd``)
     in full, and a header saying why it was chosen and how to run it."""
     data = spec.model_dump(mode="json")
-    body: dict[str, Any] = {"defaults": [f"override /hardware: {spec.hardware.name}",
-                                         f"override /model: {spec.model.name}",
-                                         f"override /quantization: {spec.quantization.name}",
-                                         f"override /pd: {'mooncake_1p1d' if spec.pd.enabled else 'none'}"]}
+    body: dict[str, Any] = {"defaults": [{"override /hardware": spec.hardware.name},
+                                         {"override /model": spec.model.name},
+                                         {"override /quantization": spec.quantization.name},
+                                         {"override /pd": "mooncake_1p1d" if spec.pd.enabled else "none"}]}
     for key in RECIPE_SECTIONS:
         body[key] = data[key]
     body["engine"] = {k: v for k, v in body["engine"].items() if v is not None}
