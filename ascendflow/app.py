@@ -154,7 +154,8 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
                   secrets=secrets, tracked=tracked)
         plan = mode.plan(spec, model, job)  # the spec compiled for this host; a search's top pick
         mode.prepare(plan, job)  # before anything is written or started
-        plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())
+        if plan.performance is None:  # a search's top pick comes priced
+            plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())
         if (plan.performance or {}).get("calibration"):  # which NPU calibration priced the predictions
             tracked.log_params({"perf": {"calibration": plan.performance["calibration"]}})
         written = write_plan(plan, run_dir)

@@ -21,7 +21,7 @@ if (REPO / ".venv-msmodelslim" / "bin" / "python").exists():
     os.environ.setdefault("ASCENDFLOW_MSMODELSLIM_PYTHON", str(REPO / ".venv-msmodelslim" / "bin" / "python"))
 
 GROUPS = ("hardware", "model", "parallel", "quantization", "engine", "graph", "ascend", "workload", "tracking", "run",
-          "pd")
+          "pd", "search")
 
 
 def compose_config(overrides: list[str] | None = None) -> dict[str, Any]:

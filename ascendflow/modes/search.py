@@ -77,6 +77,14 @@ class SearchMode(Mode):
     def __init__(self) -> None:
         self.result: SearchResult | None = None
         self.lines: list[str] = []
+        self._perf: dict[str, Plan] = {}
+
+    def _priced(self, plan: Plan, spec: RunSpec) -> Plan:
+        """``plan`` with its full ``performance`` section (:func:`ascendflow.perfmodel.attach.with_performance`),
+        computed once per plan hash (the interval of a group and its recipe are often the same plan)."""
+        if plan.plan_hash not in self._perf:
+            self._perf[plan.plan_hash] = with_performance(plan, spec, None, Path.cwd())
+        return self._perf[plan.plan_hash]
 
     def check(self, spec: RunSpec) -> None:
         """Refuse what cannot be searched, before anything is loaded.
@@ -138,21 +146,25 @@ class SearchMode(Mode):
         Console(width=max(console.console.width, 170), highlight=False).print(table(result.ranked[:spec.search.show],
                                                                                    title))
         png = pareto_png(result.ranked, out / "pareto.png", title)
+        top = self._recipes(spec, result, evaluator, out, job, targets)
         candidates_json(result.rows, out / "candidates.json", {"counts": counts.as_dict(), "seconds": result.seconds,
                                                                "nodes": nodes, "slo": spec.slo.targets})
-        top = self._recipes(spec, result, evaluator, out, job, targets)
         self.lines.append(f"Pareto front: {png}; candidates: {out / 'candidates.json'}")
         if job.tracked.enabled and job.tracked.run_id:
             job.tracked.set_tags({"ascendflow.sweep": "parent", "sweep.keys": "kind,layout,quantization,"
                                   "cudagraph_mode,max_num_seqs,max_num_batched_tokens,prefill_instances,"
                                   "decode_instances"})
-            n = record_children(job.tracked.client, job.tracked.experiment_id, job.tracked.run_id, result.rows,
-                                spec.search.children)
+            shown = {r["id"] for r in result.ranked[:spec.search.show]} | {r["id"] for r in result.rows
+                                                                           if r.get("recipe")}
+            rows = [r for r in result.rows if spec.search.children != "shown" or r["id"] in shown]
+            n = record_children(job.tracked.client, job.tracked.experiment_id, job.tracked.run_id, rows,
+                                "all" if spec.search.children == "shown" else spec.search.children)
             job.tracked.log_metrics({"search_candidates": float(counts.enumerated),
                                      "search_infeasible": float(sum(counts.infeasible.values())),
                                      "search_ranked": float(len(result.ranked)), "search_seconds": result.seconds})
             self.lines.append(f"MLflow: {n} child runs under the search's run (python -m ascendflow.compare)")
             job.tracked.log_artifact(png, "search")
+            job.tracked.log_artifact(out / "candidates.json", "search")
         return top
 
     def _intervals(self, result: SearchResult, job: Job) -> None:
@@ -165,8 +177,7 @@ class SearchMode(Mode):
             if key not in seen:
                 seen[key] = None
                 if row["id"] in result.plans:
-                    perf = with_performance(result.plans[row["id"]], result.specs[row["id"]], None,
-                                            Path.cwd()).performance or {}
+                    perf = self._priced(result.plans[row["id"]], result.specs[row["id"]]).performance or {}
                     seen[key] = interval_ratio(perf)
             ratio = seen[key]
             if ratio is not None:
@@ -193,7 +204,7 @@ class SearchMode(Mode):
                     continue
             else:
                 cand_spec, plan = result.specs[row["id"]], result.plans[row["id"]]
-            plan = with_performance(plan, cand_spec, None, Path.cwd())
+            plan = self._priced(plan, cand_spec)
             name = f"search_{len(written) + 1}_{row['kind']}_{row['layout'].replace(' ', '_').replace(':', '')}" \
                 .lower()
             interval = (f" [{row['tps_low']:.1f}, {row['tps_high']:.1f}]" if row.get("tps_low") is not None

@@ -43,7 +43,10 @@ class SearchSpec(Spec):
             ``min(P × prefill rate, D × decode rate)``, increasing in both) and counted as pruned.
         top_k: recipes written for the best candidates (ties included up to this count).
         show: rows of the printed table.
-        children: MLflow child runs: ``all`` candidates (infeasible ones with their reason), ``feasible``, ``none``.
+        children: MLflow child runs: ``shown`` (the table's rows and the recipes' candidates; every candidate with
+            its reason is in ``candidates.json``, an artifact of the parent), ``ranked``, ``feasible``, or ``all``
+            candidates (infeasible ones with their reason; each child costs about 0.1-0.3 s in a SQLite store),
+            ``none``.
         measure_top: serve and capacity-search the top K (and K random feasible ones) where the hardware is present;
             not built yet: refused with a one-line reason.
     """
@@ -64,5 +67,5 @@ class SearchSpec(Spec):
     pd_role_keep: int = Field(default=3, ge=1, le=MAX_COUNT)
     top_k: int = Field(default=3, ge=1, le=MAX_COUNT)
     show: int = Field(default=15, ge=1, le=MAX_COUNT)
-    children: Literal["all", "feasible", "none"] = "all"
+    children: Literal["shown", "ranked", "feasible", "all", "none"] = "shown"
     measure_top: int | None = Field(default=None, ge=1, le=MAX_COUNT)

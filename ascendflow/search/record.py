@@ -34,7 +34,8 @@ def child_fields(row: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, floa
 
 def record_children(client: Any, experiment_id: str, parent_id: str, rows: Sequence[Mapping[str, Any]],
                     which: str) -> int:
-    """Create the children (``which``: ``all``, ``feasible``, ``none``) under ``parent_id``; returns how many."""
+    """Create the children (``which``: ``all``, ``feasible``, ``ranked``, ``none``) of ``rows`` under ``parent_id``;
+    returns how many."""
     from mlflow.entities import Metric, Param, RunTag
 
     if which == "none":
@@ -42,7 +43,7 @@ def record_children(client: Any, experiment_id: str, parent_id: str, rows: Seque
     n = 0
     now = int(time.time() * 1000)
     for row in rows:
-        if which == "feasible" and row["status"] == "infeasible":
+        if (which == "feasible" and row["status"] == "infeasible") or (which == "ranked" and not row.get("rank")):
             continue
         params, metrics, tags = child_fields(row)
         run = client.create_run(experiment_id, run_name=row["label"][:250],
