@@ -4,6 +4,7 @@ its plan and launch scripts."""
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -61,7 +62,7 @@ def pareto_png(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> Pat
         ax.plot(*zip(*pts), "-", color="tab:red", label="Pareto front")
     ax.set_xlabel("output tokens/s per user (1000 / median TPOT)")
     ax.set_ylabel("output tokens/s per device at the SLO")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 90), fontsize=8)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
