@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 from rich.table import Table
+from rich.text import Text
 
 from ascendflow.compiler import Plan
 from ascendflow.runner.artifacts import write_plan
@@ -38,7 +39,7 @@ def table(rows: Sequence[Mapping[str, Any]], title: str) -> Table:
         t.add_column(name, justify="left" if name == "layout" else "right")
     for r in rows:
         rank = ("=" if r.get("tie") else "") + str(r.get("rank", "—"))
-        t.add_row(rank, r["label"], str(r["devices"]), _f(r.get("capacity_rps"), 2), interval_text(r),
+        t.add_row(rank, Text(r["label"]), str(r["devices"]), _f(r.get("capacity_rps"), 2), interval_text(r),
                   _f(r.get("tps_per_user")), _f(r.get("p99_ttft_ms"), 0), _f(r.get("p99_tpot_ms")),
                   _f(r.get("margin_percent")))
     return t

@@ -99,3 +99,16 @@ def test_interval_contract() -> None:
         == (0.8, 1.2)
     assert interval_ratio({"predicted": {"output_throughput": 100.0}, "interval": {"status": "no measured error"}}) \
         is None
+
+
+def test_table_shows_labels_verbatim() -> None:
+    """A quantization in brackets is text, not rich markup."""
+    from rich.console import Console
+
+    from ascendflow.search.output import table
+
+    row = {**_row("TP2xDP4 FDO s16 t4096 ×2 [none]", 305.4), "rank": 1, "devices": 16, "capacity_rps": 19.09,
+           "p99_ttft_ms": 875.0, "margin_percent": 48.7}
+    console = Console(width=200, record=True)
+    console.print(table([row], "t"))
+    assert "TP2xDP4 FDO s16 t4096 ×2 [none]" in console.export_text()
