@@ -53,7 +53,8 @@ def run_one(name: str, overrides: list[str], work: Path) -> dict:
     rows = data["candidates"]
     ranked = [r for r in rows if r.get("rank")]
     top = min(ranked, key=lambda r: r["rank"]) if ranked else None
-    out.update({"search_s": round(data["seconds"], 1), "enumerated": data["counts"]["enumerated"],
+    out.update({"search_s": round(data["seconds"], 1), "search_cpu_s": round(data.get("cpu_seconds", 0.0), 1),
+                "enumerated": data["counts"]["enumerated"],
                 "infeasible": data["counts"]["infeasible"], "pruned": data["counts"]["pruned"],
                 "ranked": len(ranked), "recipes": sorted(r["recipe"] for r in rows if r.get("recipe")),
                 "top": None if top is None else {k: top.get(k) for k in ("label", "tps_per_device", "tps_low",

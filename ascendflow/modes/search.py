@@ -127,7 +127,7 @@ class SearchMode(Mode):
                                for k, v in spec.slo.targets.items())
         feasible = [r for r in result.rows if r["status"] != "infeasible"]
         self.lines = [f"{counts.enumerated} candidates enumerated ({result.compiles} compiles, {result.priced} "
-                      f"capacity searches, {result.seconds:.1f} s); {counts.line()}"]
+                      f"capacity searches, {result.seconds:.1f} s, {result.cpu_seconds:.1f} s CPU); {counts.line()}"]
         self.lines += [f"{n} pruned: {why}" for why, n in counts.pruned.items()]
         if not feasible:
             raise ConfigError("search.nodes", nodes, f"no feasible candidate for {spec.model.name} on {nodes} × "
@@ -148,6 +148,7 @@ class SearchMode(Mode):
         png = pareto_png(result.ranked, out / "pareto.png", title)
         top = self._recipes(spec, result, evaluator, out, job, targets)
         candidates_json(result.rows, out / "candidates.json", {"counts": counts.as_dict(), "seconds": result.seconds,
+                                                               "cpu_seconds": result.cpu_seconds,
                                                                "nodes": nodes, "slo": spec.slo.targets})
         self.lines.append(f"Pareto front: {png}; candidates: {out / 'candidates.json'}")
         if job.tracked.enabled and job.tracked.run_id:

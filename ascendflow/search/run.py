@@ -30,7 +30,7 @@ class SearchResult:
             / ``infeasible``, ``reason``, figures), ranked rows first, best first.
         ranked: the ranked rows, best first (``rank``, ``tie``).
         counts: the enumeration's tallies; ``nodes``, ``devices_per_node``: what was searched.
-        seconds: wall time of the search; ``compiles``, ``priced``: compiler calls and capacity searches run.
+        seconds / cpu_seconds: wall and CPU time of the search (this process); ``compiles``, ``priced``: compiler calls and capacity searches run.
         specs / plans: the run spec and compiled plan of each feasible candidate, by row ``id``.
     """
 
@@ -40,6 +40,7 @@ class SearchResult:
     nodes: int
     devices_per_node: int
     seconds: float
+    cpu_seconds: float
     compiles: int
     priced: int
     specs: dict[int, RunSpec] = field(default_factory=dict)
@@ -67,7 +68,7 @@ def search(spec: RunSpec, evaluator: Evaluator, nodes: int,
     Raises:
         ConfigError: nothing to search (a grid left empty).
     """
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     s, hw, wl = spec.search, spec.hardware, spec.workload
     dpn = hw.devices_per_node
     targets = spec.slo.targets
@@ -116,7 +117,7 @@ def search(spec: RunSpec, evaluator: Evaluator, nodes: int,
     rows.sort(key=lambda r: (order.get(r["id"], len(order)), r["status"] != "misses SLO", r["id"]))
     near = nearest_slo([r for r in rows if r["status"] == "misses SLO"], targets) if not ranked and targets else {}
     return SearchResult(rows=rows, ranked=ranked, counts=counts, nodes=nodes, devices_per_node=dpn,
-                        seconds=time.perf_counter() - start, compiles=evaluator.compiles, priced=evaluator.priced,
+                        seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu, compiles=evaluator.compiles, priced=evaluator.priced,
                         specs=specs, plans=plans, nearest=near)
 
 
