@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rich.console import Console
 
 from ascendflow import console
@@ -39,8 +40,6 @@ def quantization_options(spec: RunSpec) -> dict[str, QuantizationSpec]:
     """
     if not spec.search.quantizations:
         return {spec.quantization.name: spec.quantization}
-    import yaml
-
     out = {}
     for name in spec.search.quantizations:
         path = CONF / "quantization" / f"{name}.yaml"

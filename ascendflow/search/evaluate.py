@@ -20,15 +20,16 @@ written recipes' plans carry pd_ratio's own figures (``performance.pd_ratio``).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from pydantic import ValidationError
+
 from ascendflow.compiler import Plan, compile_plan
 from ascendflow.compiler.checks.pd import check_decode_capacity, check_prefill_capacity, request_tokens
 from ascendflow.compiler.deployment import compile_role
-import math
-
 from ascendflow.perfmodel.pd_ratio import UTILIZATION_CAP
 from ascendflow.perfmodel.predict import limits_of, predicted_capacity, step_model
 from ascendflow.perfmodel.scheduler import simulate
@@ -36,7 +37,7 @@ from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.table import find_table
 from ascendflow.platforms import HostFacts
 from ascendflow.schema.engine import EngineSpec
-from ascendflow.schema.errors import ConfigError
+from ascendflow.schema.errors import ConfigError, format_validation_error
 from ascendflow.schema.graph import GraphSpec
 from ascendflow.schema.parallel import ParallelSpec
 from ascendflow.schema.pd import PDSpec, ProxySpec, RoleSpec
@@ -157,8 +158,7 @@ class Evaluator:
                                                     "nodes": layout.nodes, "node_addresses": ()})
             engine = EngineSpec.model_validate({**self._engine, "max_num_seqs": knobs.max_num_seqs,
                                                 "max_num_batched_tokens": knobs.max_num_batched_tokens})
-        except Exception as exc:  # pydantic's ValidationError
-            from ascendflow.schema.errors import format_validation_error
+        except ValidationError as exc:
             raise format_validation_error(exc) from None
         return self.spec.model_copy(update={"parallel": parallel, "engine": engine, "graph": self._graph(knobs.cudagraph_mode),
                                             "quantization": self.quantizations[quantization], "pd": PDSpec()})

@@ -221,4 +221,4 @@ def _role_params(rc: RoleConfig) -> dict[str, Any]:
             "max_num_batched_tokens": kn.max_num_batched_tokens}
 
 
-__all__ = ["SearchResult", "search", "Knobs"]
+__all__ = ["SearchResult", "search"]
