@@ -28,7 +28,6 @@ from ascendflow.perfmodel.attach import with_performance
 from ascendflow.perfmodel.predict import predicted_metrics
 from ascendflow.report import kv_capacity_line, result_record, role_lines, summary_rows
 from ascendflow.runner.artifacts import write_json, write_plan
-from ascendflow.runner.detect import compile_for_this_host
 from ascendflow.runner.engine_metrics import summary_line
 from ascendflow.runner.server import EngineStartError
 from ascendflow.runner.versions import VersionMismatchError
@@ -151,11 +150,12 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
             _check_api_key(spec)
         with console.step(f"model {spec.model.name}") as update:
             model = resolve_model(spec.model, need_weights=mode.needs_weights, progress=update)
-        plan = compile_for_this_host(spec, model)
         job = Job(spec=spec, raw=inputs.raw, name=name, recipe=recipe, run_dir=run_dir, sweep=sweep,
                   secrets=secrets, tracked=tracked)
+        plan = mode.plan(spec, model, job)  # the spec compiled for this host; a search's top pick
         mode.prepare(plan, job)  # before anything is written or started
-        plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())
+        if plan.performance is None:  # a search's top pick comes priced
+            plan = with_performance(plan, spec, model.path or spec.model.path, Path.cwd())
         if (plan.performance or {}).get("calibration"):  # which NPU calibration priced the predictions
             tracked.log_params({"perf": {"calibration": plan.performance["calibration"]}})
         written = write_plan(plan, run_dir)

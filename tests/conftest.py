@@ -35,7 +35,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
 
 GROUPS = ("hardware", "model", "parallel", "quantization", "engine", "graph", "ascend", "workload", "tracking", "run",
-          "pd")
+          "pd", "search")
 
 
 def compose_config(overrides: list[str] | None = None) -> dict[str, Any]:

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runner", ("ascendflow.runner", "ascendflow.profiling", "ascendflow.rehearsal", "ascendflow.vllm_plugin")),
     ("tracking", ("ascendflow.tracking",)),
     ("entry points", ("ascendflow.app", "ascendflow.__main__", "ascendflow.job_inputs", "ascendflow.modes", "ascendflow.sweeps",
+                      "ascendflow.search",
                       "ascendflow.perfmodel.fit",
                       "ascendflow.report", "ascendflow.sync", "ascendflow.calibrate", "ascendflow.precision", "ascendflow.compare",
                       "ascendflow.upgrade", "ascendflow.importer", "ascendflow.import")),

@@ -10,7 +10,8 @@ from tests.conftest import plan_for
 
 
 def test_only_plan_and_rehearse_take_a_pd_deployment() -> None:
-    assert sorted(name for name, mode in MODES.items() if mode.supports_pd) == ["plan", "rehearse"]
+    # run.mode=search enumerates its own PD deployments (search.pd); a PD option given with it is not refused
+    assert sorted(name for name, mode in MODES.items() if mode.supports_pd) == ["plan", "rehearse", "search"]
     spec, _ = plan_for(["+recipe=qwen3_8b_pd_single_node"])
     for name in ("plan", "rehearse"):
         MODES[name]().check(spec)

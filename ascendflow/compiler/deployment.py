@@ -263,3 +263,15 @@ def deployment_scripts(plan: Plan) -> dict[str, str]:
     """The launch files of ``plan``: :func:`~ascendflow.compiler.launch.pd_scripts.pd_launch_scripts` for a PD plan,
     else :func:`~ascendflow.compiler.launch.scripts.launch_scripts` (co-located, unchanged)."""
     return pd_launch_scripts(plan) if plan.roles else launch_scripts(plan)
+
+
+def compile_role(spec: RunSpec, name: str, arch: ModelArchitecture, *, model_path: str, host: HostFacts = HostFacts(),
+                 checkpoint: CheckpointInventory | None = None, draft: ModelArchitecture | None = None) -> Plan:
+    """One instance of PD role ``name`` (``prefill`` or ``decode``) of ``spec`` compiled alone, exactly as
+    :func:`compile_plan` compiles it before wiring the roles: the deployment search (:mod:`ascendflow.search`) prices
+    and checks each role layout once and reuses it across P:D counts.
+
+    Raises:
+        ConfigError: the instance's refusal, named by the role's key where the role sets it (``pd.decode.max_num_seqs``).
+    """
+    return _compile_role(_role_spec(spec, getattr(spec.pd, name)), arch, name, model_path, host, checkpoint, draft)

@@ -14,13 +14,14 @@ from ascendflow.modes.capacity import CapacityMode
 from ascendflow.modes.offline import OfflineMode
 from ascendflow.modes.plan import PlanMode
 from ascendflow.modes.rehearse import RehearseMode
+from ascendflow.modes.search import SearchMode
 from ascendflow.modes.serve import ServeMode
 from ascendflow.runner.detect import hardware_present
 from ascendflow.schema import ConfigError, RunSpec
 
 #: ``run.mode`` value -> its handler.
 MODES: dict[str, type[Mode]] = {m.name: m for m in (PlanMode, ServeMode, OfflineMode, CapacityMode, RehearseMode,
-                                                    AttachMode)}
+                                                    AttachMode, SearchMode)}
 
 
 def mode_for(spec: RunSpec) -> Mode:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ascendflow.compiler import Plan
+from ascendflow.runner.detect import compile_for_this_host
 from ascendflow.schema import ConfigError, RunSpec
 from ascendflow.tracking import TrackedRun
 
@@ -110,6 +111,15 @@ class Mode(ABC):
         if not spec.run.profile:
             return []
         return [f"run.profile=true: this {self.name} run is not profiled here; only served runs are profiled"]
+
+    def plan(self, spec: RunSpec, model: Any, job: Job) -> Plan:
+        """The plan the job writes and runs (default: ``spec`` compiled for this host,
+        :func:`ascendflow.runner.detect.compile_for_this_host`); ``run.mode=search`` returns its top pick.
+
+        Raises:
+            ConfigError: as :func:`ascendflow.compiler.compile_plan`.
+        """
+        return compile_for_this_host(spec, model)
 
     def prepare(self, plan: Plan, job: Job) -> None:
         """Refuse a compiled plan before it is written or anything started (default: nothing to refuse).

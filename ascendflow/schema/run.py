@@ -20,7 +20,9 @@ class RunOptions(Spec):
             starts once, see :mod:`ascendflow.capacity`), ``rehearse`` (run a multi-node plan's own launch scripts
             here, one process group per node, on the CPU engine with a tiny model; see docs/rehearsal.md), ``attach``
             (benchmark, or capacity-search with ``attach_capacity``, a deployment already running at ``server_url``,
-            started by the plan's own launch scripts; nothing is started here; see docs/attach.md).
+            started by the plan's own launch scripts; nothing is started here; see docs/attach.md), ``search``
+            (enumerate, compile and rank deployments for the ``search`` option's space at the ``slo`` targets;
+            writes the top picks as recipes; see docs/search.md).
         host: address the server binds for a local run.
         port: server port for a local run; ``None`` picks a free one. Launch scripts use ``launch_port``.
         launch_port: port written into launch scripts for target nodes.
@@ -49,7 +51,7 @@ class RunOptions(Spec):
             in ``<run dir>/profile``; see :mod:`ascendflow.profiling`).
     """
 
-    mode: Literal["auto", "plan", "serve", "offline", "capacity", "rehearse", "attach"] = "auto"
+    mode: Literal["auto", "plan", "serve", "offline", "capacity", "rehearse", "attach", "search"] = "auto"
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535)
     launch_port: int = Field(default=8000, ge=1, le=65535)

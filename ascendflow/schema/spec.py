@@ -17,6 +17,7 @@ from ascendflow.schema.parallel import ParallelSpec
 from ascendflow.schema.pd import PDSpec
 from ascendflow.schema.quantization import QuantizationSpec
 from ascendflow.schema.run import RunOptions
+from ascendflow.schema.search import SearchSpec
 from ascendflow.schema.secrets import check_env_names
 from ascendflow.schema.slo import SloSpec
 from ascendflow.schema.tracking import TrackingSpec
@@ -38,6 +39,7 @@ class RunSpec(Spec):
     run: RunOptions
     slo: SloSpec = SloSpec()
     pd: PDSpec = PDSpec()
+    search: SearchSpec = SearchSpec()
 
 
 def load_spec(config: Mapping[str, Any]) -> RunSpec:

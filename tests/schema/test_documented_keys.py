@@ -57,7 +57,8 @@ def test_the_reference_lists_every_group_and_the_keys_the_issue_named():
             "workload.random_input_len", "workload.random_output_len", "workload.prefix_suffix_len",
             "workload.num_prefixes"} <= keys
     assert {k.split(".")[0] for k in keys} == {"hardware", "model", "parallel", "quantization", "engine", "graph",
-                                               "ascend", "workload", "tracking", "run", "slo"}
+                                               "ascend", "workload", "tracking", "run", "slo",
+                                               "search"}
 
 
 def _values(config: dict) -> dict:

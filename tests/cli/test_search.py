@@ -1,0 +1,77 @@
+"""``run.mode=search`` through the CLI (in process): the table, the refusals by reason, the Pareto PNG, the top-k
+recipes that plan again to the same plan hash, the MLflow parent with one child per candidate that
+``ascendflow.compare`` reads, and each bad input as one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.inprocess import run_in_process
+from tests.conftest import plan_for
+
+#: A small space (2 TPs, one knob each, 2 graph modes) on 2 Atlas 800I A2 nodes: 16 candidates, under a second.
+SMALL = ["run.mode=search", "hardware=atlas_800i_a2", "model=qwen3_8b", "search.nodes=2", "workload=random",
+         "workload.random_input_len=1024", "workload.random_output_len=256", "slo.p99_ttft_ms=2000",
+         "slo.p99_tpot_ms=50", "search.tensor_parallel_sizes=[2,8]", "search.pipeline_parallel_sizes=[1]",
+         "search.max_num_seqs=[16]", "search.max_num_batched_tokens=[4096]",
+         "search.graph_modes=[NONE,FULL_DECODE_ONLY]", "search.top_k=3"]
+
+
+def test_search_writes_table_recipes_and_children(tmp_path: Path, mlflow_uri: str) -> None:
+    proc = run_in_process([*SMALL, f"tracking.tracking_uri={mlflow_uri}"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "16 candidates enumerated (14 compiles, 14 capacity searches" in proc.stdout
+    assert "; 0 infeasible\n" in proc.stdout
+    assert "2 pruned: PD role config dominated (not in the top 3 by rate per instance on its nodes)" in proc.stdout
+    out = next(tmp_path.glob("outputs/runs/*/*/search"))
+    assert (out / "pareto.png").stat().st_size > 10_000
+    rows = json.loads((out / "candidates.json").read_text())["candidates"]
+    # the ranked order: the two co-located FDO layouts tie (one instance of DP8, or two of DP4: the same per device)
+    assert [(r["label"], r["rank"], r["tie"]) for r in rows if r.get("rank")][:4] == [
+        ("TP2xDP4 FDO s16 t4096 ×2 [none]", 1, False), ("TP2xDP8 FDO s16 t4096 ×1 [none]", 1, True),
+        ("TP2xDP4 eager s16 t4096 ×2 [none]", 3, False), ("TP2xDP8 eager s16 t4096 ×1 [none]", 4, False)]
+    assert sorted({r["kind"] for r in rows}) == ["colocated", "pd"]
+    recipes = sorted((out / "recipes" / "recipe").glob("*.yaml"))
+    assert [p.stem for p in recipes] == ["search_1_colocated_tp2xdp4", "search_2_colocated_tp2xdp8",
+                                         "search_3_colocated_tp2xdp4"]
+    for path in recipes:  # each recipe plans again, on its own, to the plan the search wrote beside it
+        _, plan = plan_for([f"+recipe={path.stem}", f"hydra.searchpath=[file://{out / 'recipes'}]"])
+        assert plan.plan_hash == json.loads((out / "recipes" / path.stem / "plan.json").read_text())["plan_hash"]
+        assert (out / "recipes" / path.stem / "launch" / "node0.sh").exists()
+    assert "# rank 1 of 14 ranked by predicted goodput per device at TTFT p99 <= 2000 ms and TPOT p99 <= 50 ms" \
+        in recipes[0].read_text()
+
+    from mlflow.tracking import MlflowClient
+
+    from ascendflow.compare import compare
+    client = MlflowClient(tracking_uri=mlflow_uri)
+    parent = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                                filter_string="tags.`ascendflow.sweep` = 'parent'")[0]
+    table, csv, png = compare(parent.info.run_id, mlflow_uri, tmp_path / "compare")
+    assert len(table) == 14 and csv.exists()
+    assert sorted(table["run"])[:1] == ["PD 1P(TP2xDP4 eager s16 t4096) 1D(TP2xDP4 FDO s16 t256) [none]"]
+    assert set(table["predicted_capacity_rps"].round(2)) >= {19.09}
+
+
+@pytest.mark.parametrize("extra, line", [
+    (["slo.p99_tpot_ms=1"], "error: slo={'p99_ttft_ms': 2000.0, 'p99_tpot_ms': 1.0}: no candidate meets TTFT p99 <= "
+                            "2000 ms and TPOT p99 <= 1 ms at any load (8 feasible); the nearest SLO a candidate "
+                            "meets: slo.p99_ttft_ms=46 slo.p99_tpot_ms=16"),
+    (["model=deepseek_r1", "quantization=none", "search.nodes=1", "engine.max_model_len=4096"],
+     "error: search.nodes=1: no feasible candidate for deepseek_r1 on 1 × atlas_800i_a2: 8 infeasible: 8 weights do "
+     "not fit; give more nodes (search.nodes) or a smaller quantization (search.quantizations)"),
+    (["search.measure_top=2"], "error: search.measure_top=2: measuring the top picks is not built yet; drop "
+                               "search.measure_top and measure a written recipe with run.mode=capacity (CPU) or "
+                               "run.mode=attach (your nodes)"),
+    (["workload=chat"], "error: workload='chat': a deployment search needs fixed request lengths: use "
+                        "workload=random with workload.random_input_len / random_output_len"),
+    (["engine.max_model_len=1024"], "error: engine.max_model_len=1024: below the workload's 1024 + 256 tokens per "
+                                    "request: every candidate would refuse it; set engine.max_model_len=2048"),
+])
+def test_bad_search_inputs_are_one_line(tmp_path: Path, extra: list[str], line: str) -> None:
+    proc = run_in_process([*SMALL, "tracking=none", *extra], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == line
