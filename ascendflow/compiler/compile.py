@@ -85,7 +85,7 @@ def _assemble(spec: RunSpec, arch: ModelArchitecture, row: dict, rules: EngineRu
              "architecture": arch.model_dump(exclude_none=True, exclude={"rope_parameters", "rope_scaling"})}
     estimates = plan_estimates(hw, explicit_kv, from_checkpoint, graph.cudagraph_mode,
                                rules.graph_memory_profiled or eng.pin_kv_cache_memory, rules.graph_memory_profiled,
-                               frozenset(g.get("kind", "full") for g in kv.kv.groups))
+                               frozenset(g.get("kind", "full") for g in kv.kv.groups), moe=arch.routed_experts > 0)
     semantic = {
         "target": target.model_dump(exclude={"k8s_device_resource"}), "model": model,
         "engine_args": {k: v for k, v in launch.engine_args.items() if k != "model"},
