@@ -20,7 +20,8 @@ NON_TORCH = ("ESTIMATE: 0.5 GiB runtime outside torch (catalogue) + HCCL buffers
 MOE_DISPATCH = ("; + MoE dispatch/combine rows (max_num_batched_tokens × DP × top_k × hidden, vllm-ascend v0.13.0rc2 "
                 "token_dispatcher.py npu_moe_init_routing active_num) × 7.3 live copies, ESTIMATE fitted on "
                 "vllm-ascend #6250 (Qwen3-Next-80B TP4, v0.13.0rc2: 0.0 % KV tokens); held out: #5020 (Qwen3-Next "
-                "TP4, v0.12.0rc1: -1.1 %) and #5876 (Qwen3-235B-A22B TP16 + EP on 2 nodes, v0.13.0: +1.5 %)")
+                "TP4, v0.12.0rc1: -1.1 %) and #5876 (Qwen3-235B-A22B TP16 + EP on 2 nodes, v0.13.0: +1.5 %); "
+                "not planned for MLA MoE models (unmeasured)")
 #: What the accept / refuse / near-boundary checks rest on (``checks.memory.check_kv_allocation``).
 BOUNDARY = ("ESTIMATE: accepted against the non-KV estimate; margins under its measured error warn (dense 1.21 GiB, "
             "vllm-ascend #3479; MoE 0.33 GiB, #5876; hybrid 0.12 GiB, #5020); the hybrid KV allocation (2 x the "

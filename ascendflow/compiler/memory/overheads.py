@@ -53,7 +53,8 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
 MOE_DISPATCH_COPIES = 7.3
 
 
-def moe_dispatch_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_tokens: int, dtype_bytes: int) -> int:
+def moe_dispatch_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_tokens: int, dtype_bytes: int,
+                       soc: str = "910b") -> int:
     """The MoE layer's dispatch/combine buffers in the profile run on an NPU, bytes (ESTIMATE: the form from source,
     the constant fitted).
 
@@ -61,16 +62,19 @@ def moe_dispatch_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_
     calls ``npu_moe_init_routing_custom(..., active_num=num_tokens * top_k)``: the expanded hidden states are
     ``[tokens × top_k, hidden]`` whatever the expert split (EP only narrows ``active_expert_range``), and
     ``token_combine`` / ``moe_mlp.py`` ``unified_apply_mlp`` keep same-shaped outputs until ``npu_moe_finalize_routing``.
-    ``worker/model_runner_v1.py`` ``profile_run`` runs ``max_num_tokens`` through that path (above the MC2 capacity
-    the all-gather method is chosen, ``ascend_forward_context.py`` ``select_moe_comm_method``), and the all-gather
-    prepare step gathers the tokens of every DP rank (``prepare_finalize.py``), so the rows are
-    ``max_num_batched_tokens × DP × top_k``. How many such buffers are live at the peak (fp32 routing scratch, the
-    grouped matmul's workspace) is CANN's: :data:`MOE_DISPATCH_COPIES`, fitted. 0 for dense models and stages
-    without MoE layers.
+    ``worker/model_runner_v1.py`` ``profile_run`` runs ``max_num_tokens`` through the method
+    ``ascend_forward_context.py`` ``select_moe_comm_method`` picks for it: all-gather without EP, and on A2 with EP
+    above the MC2 capacity (its prepare step gathers every DP rank's tokens, ``prepare_finalize.py``: rows
+    ``max_num_batched_tokens × DP × top_k``); all-to-all on A3 (``soc`` ``910c``) with EP (each rank's own tokens:
+    ``max_num_batched_tokens × top_k``). How many such buffers are live at the peak (fp32 routing scratch, the grouped
+    matmul's workspace) is CANN's: :data:`MOE_DISPATCH_COPIES`, fitted on Qwen3-Next and checked on Qwen3-MoE, so the
+    term is planned for MoE models with GQA attention only; MLA MoE models (DeepSeek, GLM-5: their own MLA prolog
+    and MoE paths, no public log with pinned inputs here) get 0, as do dense models and stages without MoE layers.
     """
-    if not a.routed_experts or not any(a.is_moe_layer(i) for i in layout.layers):
+    if not a.routed_experts or a.is_mla or not any(a.is_moe_layer(i) for i in layout.layers):
         return 0
-    rows = max_num_batched_tokens * layout.dp * (a.num_experts_per_tok or 1)
+    gathered = layout.ep == 1 or soc != "910c"  # all-gather (A2 / no EP) vs all-to-all (A3 with EP)
+    rows = max_num_batched_tokens * (layout.dp if gathered else 1) * (a.num_experts_per_tok or 1)
     return int(MOE_DISPATCH_COPIES * rows * a.hidden_size * dtype_bytes)
 
 

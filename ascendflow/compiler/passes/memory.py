@@ -80,7 +80,7 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
                                       max_num_seqs=limits.max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])
         if platform_for(hw.kind).ascend_config:  # the NPU MoE dispatcher's rows (fitted copies, overheads.py)
             activation += moe_dispatch_bytes(arch, layout, max_num_batched_tokens=limits.max_num_batched_tokens,
-                                             dtype_bytes=DTYPE_BYTES[dtype])
+                                             dtype_bytes=DTYPE_BYTES[dtype], soc=hw.soc)
         graph_mem = graph_bytes(arch, layout, mode=graph.cudagraph_mode, capture_sizes=graph.capture_sizes,
                                 dtype_bytes=DTYPE_BYTES[dtype], profiled=rules.graph_memory_profiled)
         if explicit is not None:
