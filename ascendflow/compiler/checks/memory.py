@@ -177,7 +177,7 @@ def kv_tensor_copies(rules: EngineRules, kv: KVCachePlan, npu: bool) -> int:
 
 
 def check_kv_allocation(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVCachePlan,
-                        moe: bool) -> list[str]:
+                        moe: bool, explicit: bool = False) -> list[str]:
     """The KV tensors the NPU runner allocates after profiling against the device, and the margins near the boundary.
 
     After ``determine_available_memory`` the worker frees the profile's activations (``empty_cache``) and allocates
@@ -190,7 +190,8 @@ def check_kv_allocation(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, k
 
     Returns:
         Warnings (one line each) where a margin is within the non-KV estimate's measured error
-        (:data:`NON_KV_ERROR_BYTES`): the one-request KV check, and the KV allocation where it is doubled; each names
+        (:data:`NON_KV_ERROR_BYTES`): the one-request KV check (not with an explicit KV budget, ``explicit``), and
+        the KV allocation where it is doubled; each names
         both numbers, the term and the utilisation that would be safe.
 
     Raises:
@@ -228,7 +229,7 @@ def check_kv_allocation(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, k
                          f"{total / GIB:.2f} GiB (margin {margin / GIB:+.2f} GiB, within the non-KV estimate's measured "
                          f"error of {band / GIB:.2f} GiB, {source}); engine.gpu_memory_utilization<={safe:.2f} is safe")
     one_request = memory.kv_cache_bytes - kv.bytes_per_block - kv.needed_bytes  # after vLLM's null block
-    if kv.fits and one_request < band:
+    if kv.fits and not explicit and one_request < band:  # an explicit budget is exact: nothing to be unsure of
         safe = math.ceil((non_kv + kv.needed_bytes + kv.bytes_per_block + band) / total * 100) / 100
         notes.append(f"near the boundary: one max_model_len={kv.needed_bytes // max(1, kv.bytes_per_token)} request "
                      f"needs {kv.needed_bytes / GIB:.2f} GiB of KV cache per device and the plan leaves "
