@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ascendflow.compiler.checks.memory import check_kv_fits
+from ascendflow.compiler.checks.memory import check_kv_allocation, check_kv_fits
 from ascendflow.compiler.checks.startup import remote_code_warnings
 from ascendflow.compiler.memory.estimates import plan_estimates
 from ascendflow.compiler.passes.graph import graph_pass
@@ -62,6 +62,8 @@ def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str
     kv, kv_notes = kv_pass(spec, arch, rules, inputs, mem, host.avx512_bf16)
     fit_notes = check_kv_fits(spec, rules, kv.memory, kv.kv, mem.explicit_kv, inputs.limits.max_model_len,
                               inputs.limits.max_num_seqs)
+    fit_notes += check_kv_allocation(spec, rules, kv.memory, kv.kv, moe=arch.routed_experts > 0,
+                                     explicit=mem.explicit_kv is not None)
     launch, _ = launch_pass(spec, rules, inputs, graph, kv.memory, mem.explicit_kv, placed,
                             script_block_size(spec, inputs.limits.block_size, kv.kv.block_size))
     warnings = [*input_notes, *graph_notes, *remote_code_warnings(spec), *memory_notes, *kv_notes, *fit_notes,
@@ -84,7 +86,7 @@ def _assemble(spec: RunSpec, arch: ModelArchitecture, row: dict, rules: EngineRu
              "architecture": arch.model_dump(exclude_none=True, exclude={"rope_parameters", "rope_scaling"})}
     estimates = plan_estimates(hw, explicit_kv, from_checkpoint, graph.cudagraph_mode,
                                rules.graph_memory_profiled or eng.pin_kv_cache_memory, rules.graph_memory_profiled,
-                               frozenset(g.get("kind", "full") for g in kv.kv.groups))
+                               frozenset(g.get("kind", "full") for g in kv.kv.groups), moe=arch.routed_experts > 0)
     semantic = {
         "target": target.model_dump(exclude={"k8s_device_resource"}), "model": model,
         "engine_args": {k: v for k, v in launch.engine_args.items() if k != "model"},

