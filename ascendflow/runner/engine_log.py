@@ -126,12 +126,18 @@ _NOT_A_MESSAGE = re.compile(r"^\s*$|^\s*[=\-]+[^=\-]*[=\-]+\s*$|^[=\-]+$|\d+/\d+
 #: The opening line of the result table vLLM's benchmark client prints (``"{s:{c}^{n}}".format(s=" Serving Benchmark
 #: Result ", n=50, c="=")``, ``vllm/benchmarks/serve.py`` ``benchmark``, vLLM 0.32.0); it ends with ``"=" * 50``.
 _RESULT_TABLE = re.compile(r"^=+ Serving Benchmark Result =+$")
+#: Log records below WARNING: uvicorn's access log, which vLLM's API server writes for every request
+#: (``INFO:     127.0.0.1:41496 - "GET /health HTTP/1.1" 200 OK``), and vLLM's own INFO/DEBUG records
+#: (``(APIServer pid=7) INFO 12-03 15:01:02 [launcher.py:195] Route: ...``, vllm/logger.py's format). They are the
+#: last lines of an API server killed by a signal, never its cause (new-user trial of 2026-12-03: an access-log line
+#: was quoted as the cause of a SIGKILLed server).
+_INFO_RECORD = re.compile(r'\b(INFO|DEBUG)(:\s| \d\d-\d\d \d\d:\d\d:\d\d)')
 
 
 def last_message(text: str) -> str | None:
     """The last line of a log that says something (at most 300 characters), or ``None``: blank lines, separators,
-    progress bars, nanobind's teardown report and vLLM's benchmark result table (its rows are figures, not a cause)
-    are skipped."""
+    progress bars, nanobind's teardown report, INFO/DEBUG log records (uvicorn's access log, vLLM's INFO lines) and vLLM's benchmark result table (its rows are
+    figures, not a cause) are skipped."""
     kept: list[str] = []
     in_table = False
     for line in text.splitlines():
@@ -140,7 +146,8 @@ def last_message(text: str) -> str | None:
             in_table = True
         elif in_table and re.fullmatch(r"=+", stripped):
             in_table = False
-        elif not in_table and not _NOT_A_MESSAGE.search(line) and not _TEARDOWN_NOISE.match(line):
+        elif (not in_table and not _NOT_A_MESSAGE.search(line) and not _TEARDOWN_NOISE.match(line)
+              and not _INFO_RECORD.search(line)):
             kept.append(stripped)
     return kept[-1][:300] if kept else None
 

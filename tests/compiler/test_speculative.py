@@ -118,7 +118,8 @@ def test_refused_in_one_line(overrides, message):
 
 QWEN3_NEXT = ["hardware=atlas_800i_a2", "model=local", f"model.path={DATA / 'qwen3_next_80b'}",
               "model.id=Qwen/Qwen3-Next-80B-A3B-Instruct", "parallel.tensor_parallel_size=4",
-              "engine.max_model_len=32768", "engine.speculative_config={method:mtp,num_speculative_tokens:1}"]
+              "engine.max_model_len=32768", "engine.gpu_memory_utilization=0.8",
+              "engine.speculative_config={method:mtp,num_speculative_tokens:1}"]
 
 
 def test_v0_11_0_runs_qwen3_next_mtp_as_its_own_method_and_refuses_it():
@@ -140,6 +141,22 @@ def test_v0_11_0_runs_qwen3_next_mtp_as_its_own_method_and_refuses_it():
                 "engine.speculative_config={method:mtp,num_speculative_tokens:1}"])
     assert r1.engine_args["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 1}
     assert engine_rules("vllm-ascend-0.18.0").mtp_method_by_model_type == {}
+
+
+def test_v0_11_0_takes_the_target_as_mtp_draft_only_for_five_model_types():
+    """Audit of 2026-12-03: v0.11.0 ``patch_config.py`` gives a draft-less MTP request the target as draft only for
+    deepseek_v3, deepseek_v32, mimo, ernie4_5_moe and qwen3_next; any other model type (GLM-4.5, a Qwen3-MoE with
+    MTP layers added by override) raises "num_speculative_tokens was provided but without speculative model."."""
+    with pytest.raises(ConfigError) as err:
+        _plan(["hardware=atlas_800i_a2", "model=qwen3_30b_a3b", "hardware.software=vllm-ascend-0.11.0",
+               "parallel.tensor_parallel_size=2", "engine.max_model_len=8192",
+               "model.hf_overrides={num_nextn_predict_layers: 1}",
+               "engine.speculative_config={method:mtp,num_speculative_tokens:1}"])
+    assert str(err.value) == (
+        "engine.speculative_config.method='mtp': vllm-ascend-0.11.0 takes an MTP draft from the target only for "
+        "model_type deepseek_v3, deepseek_v32, ernie4_5_moe, mimo, qwen3_next (vllm_ascend/patch/platform/"
+        "patch_config.py: \"num_speculative_tokens was provided but without speculative model.\"), not 'qwen3_moe'; "
+        "use ngram, or a release from vllm-ascend v0.13.0")
 
 
 

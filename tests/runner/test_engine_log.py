@@ -154,3 +154,21 @@ def test_an_exception_quoted_in_brackets_leaves_the_brackets_out():
                         "(ModuleNotFoundError: No module named 'vllm_absent_module')\n"), out
     assert failure_cause(out) == "ModuleNotFoundError: No module named 'vllm_absent_module'"
     assert failure_cause("ValueError: bad value (see x)") == "ValueError: bad value (see x)"  # balanced: kept
+
+
+def test_a_killed_api_server_s_access_log_is_not_its_cause(tmp_path):
+    """New-user trial of 2026-12-03, defect 3: ``kill -9`` of the API server mid-benchmark quoted its last access-log
+    line (``INFO: 127.0.0.1:41496 - "GET /health HTTP/1.1" 200 OK``) as the cause."""
+    from ascendflow.runner.engine_log import last_message
+    from ascendflow.runner.server import engine_failure
+
+    log = tmp_path / "engine.log"
+    log.write_text('(APIServer pid=7) INFO 12-03 15:01:02 [launcher.py:195] Route: /metrics, Methods: GET\n'
+                   '(APIServer pid=7) INFO:     127.0.0.1:41490 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+                   'INFO:     127.0.0.1:41496 - "GET /health HTTP/1.1" 200 OK\n')
+    assert last_message(log.read_text()) is None  # INFO records say nothing about a death
+    log.write_text(log.read_text() + "(APIServer pid=7) WARNING 12-03 15:01:03 [api.py:9] slow request\n")
+    assert last_message(log.read_text()) == "(APIServer pid=7) WARNING 12-03 15:01:03 [api.py:9] slow request"
+    log.write_text('INFO:     127.0.0.1:41496 - "GET /health HTTP/1.1" 200 OK\n')
+    assert engine_failure("engine died during the benchmark (engine process was killed by SIGKILL (code -9))", log) == (
+        f"engine died during the benchmark (engine process was killed by SIGKILL (code -9)) (log: {log})")

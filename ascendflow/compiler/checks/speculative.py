@@ -20,7 +20,8 @@ def check_speculative(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules
     Raises:
         ConfigError: ``method`` not among the row's ``speculative_methods`` (naming the release and the methods it
             runs); an MTP method the release re-derives to one it does not run (``mtp_method_by_model_type``,
-            v0.11.0: Qwen3-Next, ERNIE 4.5, LongCat); an MTP method on a model without MTP layers (``num_nextn_predict_layers`` /
+            v0.11.0: Qwen3-Next, ERNIE 4.5) or takes for no draft at all (v0.11.0: any model type outside
+            the table, e.g. GLM-4.5); an MTP method on a model without MTP layers (``num_nextn_predict_layers`` /
             ``mtp_num_hidden_layers`` / ``num_mtp_modules`` all 0); ``eagle``/``eagle3`` without the draft's
             ``config.json``; ``draft_tensor_parallel_size`` other than 1 or the target's TP (vLLM
             ``SpeculativeConfig._verify_and_get_draft_tp``).
@@ -32,7 +33,14 @@ def check_speculative(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules
         raise ConfigError(f"{KEY}.method", sc.method,
                           f"{row} does not run it (vllm_ascend/spec_decode/__init__.py get_spec_decode_method); "
                           f"methods there: {', '.join(rules.speculative_methods)}")
-    derived = rules.mtp_method_by_model_type.get(arch.model_type) if sc.method in MTP_METHODS else None
+    table = rules.mtp_method_by_model_type if sc.method in MTP_METHODS else {}
+    derived = table.get(arch.model_type)
+    if table and derived is None:
+        raise ConfigError(f"{KEY}.method", sc.method,
+                          f"{row} takes an MTP draft from the target only for model_type "
+                          f"{', '.join(sorted(table))} (vllm_ascend/patch/platform/patch_config.py: \"num_speculative_"
+                          f"tokens was provided but without speculative model.\"), not {arch.model_type!r}; use ngram, "
+                          f"or a release from vllm-ascend v0.13.0")
     if derived is not None and derived not in rules.speculative_methods:
         raise ConfigError(f"{KEY}.method", sc.method,
                           f"{row} runs it as {derived!r} for model_type {arch.model_type!r} "

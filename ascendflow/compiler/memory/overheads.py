@@ -65,8 +65,10 @@ def moe_dispatch_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_
     ``worker/model_runner_v1.py`` ``profile_run`` runs ``max_num_tokens`` through the method
     ``ascend_forward_context.py`` ``select_moe_comm_method`` picks for it: all-gather without EP, and on A2 with EP
     above the MC2 capacity (its prepare step gathers every DP rank's tokens, ``prepare_finalize.py``: rows
-    ``max_num_batched_tokens × DP × top_k``); all-to-all on A3 (``soc`` ``910c``) with EP (each rank's own tokens:
-    ``max_num_batched_tokens × top_k``). How many such buffers are live at the peak (fp32 routing scratch, the grouped
+    ``max_num_batched_tokens × DP × top_k``); all-to-all on A3 (``soc`` ``910c``) with EP, whose prepare step
+    (``prepare_finalize.py`` ``PrepareAndFinalizeWithAll2All.prepare``: ``torch.tensor_split(hidden_states, tp_size)``)
+    keeps each rank's own share of its tokens: ``ceil(max_num_batched_tokens / TP) × top_k`` (audit of 2026-12-03;
+    the exception, ``enable_shared_expert_dp`` / ``replace_allreduce`` skipping the split, is not modelled). How many such buffers are live at the peak (fp32 routing scratch, the grouped
     matmul's workspace) is CANN's: :data:`MOE_DISPATCH_COPIES`, fitted on Qwen3-Next and checked on Qwen3-MoE, so the
     term is planned for MoE models with GQA attention only; MLA MoE models (DeepSeek, GLM-5: their own MLA prolog
     and MoE paths, no public log with pinned inputs here) get 0, as do dense models and stages without MoE layers.
@@ -74,7 +76,8 @@ def moe_dispatch_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_
     if not a.routed_experts or a.is_mla or not any(a.is_moe_layer(i) for i in layout.layers):
         return 0
     gathered = layout.ep == 1 or soc != "910c"  # all-gather (A2 / no EP) vs all-to-all (A3 with EP)
-    rows = max_num_batched_tokens * (layout.dp if gathered else 1) * (a.num_experts_per_tok or 1)
+    tokens = max_num_batched_tokens * layout.dp if gathered else -(-max_num_batched_tokens // layout.tp)
+    rows = tokens * (a.num_experts_per_tok or 1)
     return int(MOE_DISPATCH_COPIES * rows * a.hidden_size * dtype_bytes)
 
 

