@@ -55,6 +55,10 @@ class SpeculativeConfigSpec(Spec):
                              f"ngram/suffix need none): drop engine.speculative_config.model")
         if self.method != "ngram" and (self.prompt_lookup_min or self.prompt_lookup_max):
             raise ValueError("prompt_lookup_min/max apply to method=ngram only")
+        low, high = self.prompt_lookup_min, self.prompt_lookup_max
+        if low is not None and high is not None and low > high:  # vLLM 0.32.0 config/speculative.py __post_init__
+            raise ValueError(f"prompt_lookup_min={low} must be <= prompt_lookup_max={high} (vLLM SpeculativeConfig "
+                             f"refuses it at start): swap them, or set one only (vLLM uses it for both)")
         return self
 
     def as_engine_arg(self) -> dict:

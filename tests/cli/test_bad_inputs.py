@@ -15,6 +15,11 @@ from tests.conftest import run_ascendflow
 
 CASES = [
     # (overrides, expected fragments of the one-line message)
+    # New-user trial of 2026-12-03: vLLM refused it only after a 35 s engine start.
+    (["engine.speculative_config={method: ngram, num_speculative_tokens: 2, prompt_lookup_min: 5, "
+      "prompt_lookup_max: 2}"],
+     ["prompt_lookup_min=5 must be <= prompt_lookup_max=2 (vLLM SpeculativeConfig refuses it at start): swap them, "
+      "or set one only (vLLM uses it for both)"]),
     (["model=no_such_model"], ["error: model='no_such_model': is not an option of the 'model' group; pick one of: ",
                                "smollm2_135m, smollm2_135m_w8a8, tiny_deepseek"]),
     (["hardware=no_such_hw"], ["error: hardware='no_such_hw': is not an option of the 'hardware' group"]),

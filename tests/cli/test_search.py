@@ -29,10 +29,13 @@ def test_search_writes_table_recipes_and_children(tmp_path: Path, mlflow_uri: st
     out = next(tmp_path.glob("outputs/runs/*/*/search"))
     assert (out / "pareto.png").stat().st_size > 10_000
     rows = json.loads((out / "candidates.json").read_text())["candidates"]
-    # the ranked order: the two co-located FDO layouts tie (one instance of DP8, or two of DP4: the same per device)
-    assert [(r["label"], r["rank"], r["tie"]) for r in rows if r.get("rank")][:4] == [
+    # the ranked order: the two co-located FDO layouts tie (one instance of DP8, or two of DP4: the same per device),
+    # and the eager ones tie with them: their 80 % interval of tokens/s per device (138.9-324.3, class atlas_a2_a3 of
+    # calibration/intervals.yaml) overlaps the best's (195.9-457.5); the PD candidates have no measured error
+    assert [(r["label"], r["rank"], r["tie"]) for r in rows if r.get("rank")][:5] == [
         ("TP2xDP4 FDO s16 t4096 ×2 [none]", 1, False), ("TP2xDP8 FDO s16 t4096 ×1 [none]", 1, True),
-        ("TP2xDP4 eager s16 t4096 ×2 [none]", 3, False), ("TP2xDP8 eager s16 t4096 ×1 [none]", 4, False)]
+        ("TP2xDP4 eager s16 t4096 ×2 [none]", 1, True), ("TP2xDP8 eager s16 t4096 ×1 [none]", 1, True),
+        ("PD 1P(TP2xDP4 eager s16 t4096) 1D(TP2xDP4 FDO s16 t256) [none]", 5, False)]
     assert sorted({r["kind"] for r in rows}) == ["colocated", "pd"]
     recipes = sorted((out / "recipes" / "recipe").glob("*.yaml"))
     assert [p.stem for p in recipes] == ["search_1_colocated_tp2xdp4", "search_2_colocated_tp2xdp8",
