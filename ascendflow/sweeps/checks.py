@@ -53,11 +53,12 @@ def refuse_bad_search_space(config: DictConfig) -> None:
 
     Raises:
         ConfigError: a swept key (command line or ``hydra.sweeper.params``) that is not in the config (Hydra would
-            fail the first job with a multi-line error), an empty capacity search space, or a capacity search over
+            fail the first job with a multi-line error), a swept value the schema refuses, an empty capacity search space, or a capacity search over
             ``workload.*``/``slo.*``.
     """
     choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
     refuse_bad_group_options(config, choices)
+    refuse_bad_swept_values(config, choices)
     added = {o.split("=", 1)[0].lstrip("+") for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []
              if o.startswith("+")}
     for name in swept_keys(config):
@@ -136,6 +137,54 @@ def refuse_bad_shared_values(config: DictConfig) -> None:
     except ConfigError as exc:
         if not any(exc.key == k or exc.key.startswith(f"{k}.") for k in swept):
             raise
+
+
+_ABSENT = object()
+
+
+def refuse_bad_swept_values(config: DictConfig, choices: Any = ()) -> None:
+    """Every value a command-line sweep gives a key (``engine.max_num_seqs=4,abc``) must pass the schema on its own:
+    the sweep's config with that one value, through :func:`ascendflow.schema.load_spec`. A value that can never be
+    valid (a type, a bound) is refused before job 0, instead of failing its job after the others have served (new-user
+    trial of 2026-12-03: job 0 served for 2 minutes, then job 1 failed and the sweep exited 0). A value the compiler
+    refuses for this model (``engine.max_model_len=9000``) is a result, left to its job (a FAILED child). Group options
+    are :func:`refuse_bad_group_options`'s; errors that name another key (a rule across keys) are left to the jobs.
+
+    Raises:
+        ConfigError: the swept key and value, the rule it breaks, and that no job could use it.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from ascendflow.schema import load_spec
+
+    try:
+        base = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+    except Exception:  # noqa: BLE001 - nothing to check against: the jobs validate their values
+        return
+    overrides = list(OmegaConf.select(config, "hydra.overrides.task", default=[]) or [])
+    for o in OverridesParser.create().parse_overrides(overrides):
+        key = o.get_key_element().lstrip("+~")
+        if not o.is_sweep_override() or key in choices or "@" in key or key.startswith("hydra."):
+            continue
+        if OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:  # an unknown key: refuse_bad_search_space's
+            continue
+        try:
+            values = list(o.sweep_string_iterator())
+        except Exception:  # noqa: BLE001 - an Optuna interval or a glob: its sweeper draws the values
+            continue
+        for value in values:
+            try:
+                one = OmegaConf.from_dotlist([f"{key}={value}"])
+                value = OmegaConf.select(one, key)  # typed as the job gets it (``-1`` an int, ``abc`` a string)
+                raw = OmegaConf.to_container(OmegaConf.merge(base, one), resolve=True, throw_on_missing=True)
+            except Exception:  # noqa: BLE001 - an interpolation only a job can resolve
+                break
+            try:
+                load_spec(raw)
+            except ConfigError as exc:
+                if exc.key == key or exc.key.startswith(f"{key}."):
+                    raise ConfigError(key, value, f"{exc.rule} (a swept value no job could use: fix or drop it; "
+                                                  f"nothing was run)") from None
 
 
 def refuse_search_without_measurements(config: DictConfig, engines: bool) -> None:

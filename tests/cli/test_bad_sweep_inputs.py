@@ -44,6 +44,13 @@ def test_bad_measure_top_is_one_line_and_starts_nothing(tmp_path, mlflow_uri, ar
     (["run.mode=capacity", "slo.p99_ttft_ms=null", "slo.p99_tpot_ms=null"],
      "error: slo.p99_ttft_ms=None: a capacity search needs a latency target"),
     (["run.mode=capacity", "slo.max_load=100"], "error: slo.max_load=100.0: exceeds workload.num_prompts (32)"),
+    # New-user trial of 2026-12-03: job 0 served for 2 minutes, then job 1 failed and the sweep exited 0.
+    (["-m", "engine.max_num_seqs=4,abc"],
+     "error: engine.max_num_seqs='abc': Input should be a valid integer, unable to parse string as an integer; give a "
+     "whole number (a swept value no job could use: fix or drop it; nothing was run)"),
+    (["-m", "run.mode=plan", "engine.max_num_seqs=4,-1"],
+     "error: engine.max_num_seqs=-1: Input should be greater than or equal to 1; set engine.max_num_seqs to 1 or more "
+     "(a swept value no job could use: fix or drop it; nothing was run)"),
 ])
 def test_bad_capacity_input_is_one_line_and_starts_nothing(tmp_path, mlflow_uri, args, line):
     # Moved from tests/e2e/test_capacity.py (issue 24 item 4): nothing here starts an engine.
