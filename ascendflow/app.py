@@ -189,8 +189,9 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
         console.warn_lines([("target plan: " if measured is not plan else "") + w for w in plan.warnings]
                            + outcome.warnings + [line for line in [summary_line(record["metrics"])] if line])
         return objective(spec.run, record["metrics"]) if mode.runs_engine else None
-    except (KeyboardInterrupt, Terminated):
+    except (KeyboardInterrupt, Terminated) as exc:
         tracked.set_tags({"error": "interrupted"})
+        _write_interrupted(run_dir, exc)
         tracked.end("KILLED", run_dir)
         if sweep:
             end_parent(sweep, "KILLED")
@@ -200,6 +201,17 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
         return _fail(tracked, run_dir, exc, multirun, inputs.run)
     finally:
         restore_handlers(handlers)
+
+
+def _write_interrupted(run_dir: Path, exc: BaseException) -> None:
+    """``error.txt`` of a KILLED run, as a FAILED one has (new-user trial of 2026-12-03): which signal ended it and that
+    every process stopped. Skipped when the run directory cannot take it (a full or read-only disk: the run still
+    ends KILLED)."""
+    how = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT (Ctrl-C)"
+    with contextlib.suppress(OSError):
+        if run_dir.is_dir():
+            (run_dir / "error.txt").write_text(f"interrupted by {how}: every process of the run stopped, MLflow run "
+                                               f"ended KILLED\n")
 
 
 class RunFailedError(RuntimeError):

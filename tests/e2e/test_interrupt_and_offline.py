@@ -41,6 +41,9 @@ def test_ctrl_c_during_engine_start_stops_everything_and_ends_the_run_killed(tmp
     assert leftover_engine_processes(run_dir) == []
     (run,) = mlflow_runs(mlflow_uri)
     assert run.info.status == "KILLED"
+    # New-user trial of 2026-12-03: a KILLED run has its error.txt, as a FAILED one has.
+    assert (run_dir / "error.txt").read_text() == (
+        "interrupted by SIGINT (Ctrl-C): every process of the run stopped, MLflow run ended KILLED\n")
 
 
 def test_offline_mode_generates_with_the_plans_engine_args(tmp_path, mlflow_uri, monkeypatch):
