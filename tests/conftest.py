@@ -64,6 +64,25 @@ def run_ascendflow(args: list[str], cwd: Path, env: dict[str, str] | None = None
                           capture_output=True, timeout=timeout)
 
 
+@pytest.fixture(autouse=True)
+def _mlflow_tracking_uri_restored():
+    """Restore MLflow's process-wide tracking URI after each test: ``mlflow.set_tracking_uri`` (called by in-process
+    ``ascendflow.compare``, the job) also sets ``MLFLOW_TRACKING_URI`` in ``os.environ`` (mlflow/tracking/
+    _tracking_service/utils.py), which later in-process runs and their subprocesses then inherit (a Ray sweep test
+    was refused naming another test's store)."""
+    before = os.environ.get("MLFLOW_TRACKING_URI")
+    yield
+    if "mlflow" in sys.modules:
+        import mlflow
+
+        if mlflow.get_tracking_uri() != before or os.environ.get("MLFLOW_TRACKING_URI") != before:
+            mlflow.set_tracking_uri(before)
+    if before is None:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = before
+
+
 @pytest.fixture
 def mlflow_uri(tmp_path: Path) -> str:
     """A fresh SQLite MLflow store in a temporary directory."""

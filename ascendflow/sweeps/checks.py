@@ -169,13 +169,13 @@ def refuse_bad_swept_values(config: DictConfig, choices: Any = ()) -> None:
         if OmegaConf.select(base, key, default=_ABSENT) is _ABSENT:  # an unknown key: refuse_bad_search_space's
             continue
         try:
-            values = list(o.sweep_string_iterator())
+            values = list(o.sweep_iterator())  # parsed as the job gets them (``-1`` an int, ``{A: 1}`` a dict)
         except Exception:  # noqa: BLE001 - an Optuna interval or a glob: its sweeper draws the values
             continue
         for value in values:
             try:
-                one = OmegaConf.from_dotlist([f"{key}={value}"])
-                value = OmegaConf.select(one, key)  # typed as the job gets it (``-1`` an int, ``abc`` a string)
+                one = OmegaConf.create({})
+                OmegaConf.update(one, key, value, force_add=True)
                 raw = OmegaConf.to_container(OmegaConf.merge(base, one), resolve=True, throw_on_missing=True)
             except Exception:  # noqa: BLE001 - an interpolation only a job can resolve
                 break

@@ -213,8 +213,8 @@ def test_a_contended_run_s_line_tags_record_and_summary_mark_the_prediction_erro
     assert record["contention"]["contended"] is True and record["contention"]["line"] == c.line()
     rows = summary_rows(plan, record, {"plan": tmp_path / "plan.json"})
     assert rows["host (benchmark)"] == f"{figures} — contended: prediction error not comparable"
-    assert rows["perf model"] == (f"predicted {pred['output_throughput']:.0f} tok/s, TPOT median "
-                                  f"{pred['median_tpot_ms']:.1f} ms, TTFT median {pred['median_ttft_ms']:.0f} ms "
+    assert rows["perf model"] == (f"predicted {pred['output_throughput']:,.0f} tok/s, TPOT median "
+                                  f"{pred['median_tpot_ms']:,.1f} ms, TTFT median {pred['median_ttft_ms']:,.0f} ms "
                                   f"({plan.performance['source']}) — not compared: measured under contention")
     assert "%" not in rows["perf model"]
 
