@@ -65,6 +65,33 @@ def _rank_metrics(rplan: Mapping[str, Any], step: StepModel, prompt: int, output
                     received_tokens=received).metrics()
 
 
+def rate_within(run: Callable[[float], Mapping[str, float]], metric: str, target_ms: float | None,
+                steps: int) -> tuple[float, Mapping[str, float]]:
+    """The highest Poisson rate (req/s of one DP rank) whose ``run(rate)`` metrics keep ``metric`` within
+    ``target_ms``: ``UTILIZATION_CAP`` of the saturated rate when that passes (or when ``target_ms`` is ``None``),
+    else ``steps`` halvings of ``[0, cap]``; with the metrics at that rate (the lowest rate tried when none passes,
+    rate 0). Shared by :func:`role_capacity` and the deployment search (``ascendflow/search/evaluate.py``)."""
+    saturated = run(math.inf)
+    top = UTILIZATION_CAP * float(saturated["request_throughput"])
+    best, at = 0.0, saturated
+    if target_ms is None:
+        return top, at
+    first = run(top)
+    if first[metric] <= target_ms:
+        return top, first
+    lo, hi = 0.0, top
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        m = run(mid)
+        if m[metric] <= target_ms:
+            lo, best, at = mid, mid, m
+        else:
+            hi = mid
+            if not best:  # nothing passed yet: the lowest rate tried so far
+                at = m
+    return best, at
+
+
 def role_capacity(rplan: Mapping[str, Any], step: StepModel, prompt: int, output: int, received: int,
                   metric: str, target_ms: float | None, seed: int = 0) -> dict[str, Any]:
     """Requests/s one instance of a role sustains with ``metric`` (``p99_ttft_ms`` or ``p99_tpot_ms``) within
@@ -80,26 +107,7 @@ def role_capacity(rplan: Mapping[str, Any], step: StepModel, prompt: int, output
     def run(rate: float) -> dict[str, float]:
         return _rank_metrics(rplan, step, prompt, output, received, rate, seed)
 
-    saturated = run(math.inf)
-    top = UTILIZATION_CAP * float(saturated["request_throughput"])
-    best, at = 0.0, saturated
-    if target_ms is None:
-        best = top
-    else:
-        first = run(top)
-        if first[metric] <= target_ms:
-            best, at = top, first
-        else:
-            lo, hi = 0.0, top
-            for _ in range(BISECTION_STEPS):
-                mid = (lo + hi) / 2
-                m = run(mid)
-                if m[metric] <= target_ms:
-                    lo, best, at = mid, mid, m
-                else:
-                    hi = mid
-                    if not best:  # nothing passed yet: the lowest rate tried so far
-                        at = m
+    best, at = rate_within(run, metric, target_ms, BISECTION_STEPS)
     keep = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "output_throughput",
             "request_throughput")
     return {"rps_per_instance": round(best * dp, 4), "metric": metric, "target_ms": target_ms,

@@ -20,7 +20,6 @@ written recipes' plans carry pd_ratio's own figures (``performance.pd_ratio``).
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -30,7 +29,7 @@ from pydantic import ValidationError
 from ascendflow.compiler import Plan, compile_plan
 from ascendflow.compiler.checks.pd import check_decode_capacity, check_prefill_capacity, request_tokens
 from ascendflow.compiler.deployment import compile_role
-from ascendflow.perfmodel.pd_ratio import UTILIZATION_CAP
+from ascendflow.perfmodel.pd_ratio import rate_within
 from ascendflow.perfmodel.predict import limits_of, predicted_capacity, step_model
 from ascendflow.perfmodel.scheduler import simulate
 from ascendflow.perfmodel.shapes import layer_shapes
@@ -320,24 +319,5 @@ def role_rate(rplan: Mapping[str, Any], step: Any, prompt: int, output: int, rec
         return simulate([(prompt, output)] * n, limits, step, max_concurrency=None, request_rate=rate, seed=seed,
                         received_tokens=received).metrics()
 
-    saturated = run(math.inf)
-    top = UTILIZATION_CAP * float(saturated["request_throughput"])
-    best, at = 0.0, saturated
-    if target_ms is None:
-        best = top
-    else:
-        first = run(top)
-        if first[metric] <= target_ms:
-            best, at = top, first
-        else:
-            lo, hi = 0.0, top
-            for _ in range(ROLE_BISECTION_STEPS):
-                mid = (lo + hi) / 2
-                m = run(mid)
-                if m[metric] <= target_ms:
-                    lo, best, at = mid, mid, m
-                else:
-                    hi = mid
-                    if not best:
-                        at = m
+    best, at = rate_within(run, metric, target_ms, ROLE_BISECTION_STEPS)
     return {"rps_per_instance": best * dp, "met": best > 0, "at": {k: float(v) for k, v in at.items()}}
