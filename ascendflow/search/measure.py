@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from rich.markup import escape
+
 from ascendflow.compiler import Plan
 from ascendflow.runner.capacity_run import serve_and_search
 from ascendflow.runner.contention import findings
@@ -34,8 +36,8 @@ def measure(picks: Sequence[tuple[dict[str, Any], str]], specs: Mapping[int, Run
     others are still measured.
 
     Returns:
-        ``(measured rows, warning lines)``: the lines say which engine failed and when the host was shared
-        (:func:`ascendflow.runner.contention.findings`).
+        ``(measured rows, warning lines)``: the lines (rich markup, labels escaped) say which engine failed and
+        when the host was shared (:func:`ascendflow.runner.contention.findings`).
 
     Raises:
         EngineStartError: every pick's engine failed (the first failure).
@@ -48,11 +50,11 @@ def measure(picks: Sequence[tuple[dict[str, Any], str]], specs: Mapping[int, Run
         row["measure"], row["measured_dir"] = why, str(run_dir)
         try:
             result = serve_and_search(plan, spec, run_dir, lambda m, n=n: status(
-                f"{n}/{len(picks)} {why} {row['label']}: {m}"), dict(secrets))
+                f"{n}/{len(picks)} {why} {escape(row['label'])}: {m}"), dict(secrets))
         except EngineStartError as exc:
             row["measure_error"] = str(exc).splitlines()[0][:500]
             errors.append(exc)
-            warnings.append(f"{row['label']}: not measured, {row['measure_error']} (see {run_dir / 'engine.log'})")
+            warnings.append(f"{escape(row['label'])}: not measured, {row['measure_error']} (see {run_dir / 'engine.log'})")
             continue
         cap = result["capacity"]
         row.update({"measured_capacity_rps": float(cap["capacity_rps"]) * row.get("replicas", 1),
@@ -61,7 +63,7 @@ def measure(picks: Sequence[tuple[dict[str, Any], str]], specs: Mapping[int, Run
                     "measured_p99_ttft_ms": float(cap["capacity_p99_ttft_ms"]),
                     "measured_p99_tpot_ms": float(cap["capacity_p99_tpot_ms"]),
                     "measured_slo_met": bool(cap["slo_met"]), "measured_load_points": int(cap["load_points"])})
-        warnings += [f"{row['label']}: {w}" for w in findings(result, False)[1]]
+        warnings += [f"{escape(row['label'])}: {w}" for w in findings(result, False)[1]]
         measured.append(row)
     if errors and not measured:
         raise errors[0]
