@@ -180,8 +180,8 @@ class SearchMode(Mode):
             shown = {r["id"] for r in result.ranked[:spec.search.show]} | {r["id"] for r in result.rows
                                                                            if r.get("recipe") or r.get("measure")}
             rows = [r for r in result.rows if spec.search.children != "shown" or r["id"] in shown]
-            self.children = record_children(job.tracked.client, job.tracked.experiment_id, job.tracked.run_id, rows,
-                                "all" if spec.search.children == "shown" else spec.search.children)
+            self.children = record_children(job.tracked.client, job.tracked.experiment_id, job.tracked.run_id,
+                                            rows, "all" if spec.search.children == "shown" else spec.search.children)
             job.tracked.log_metrics({"search_candidates": float(counts.enumerated),
                                      "search_infeasible": float(sum(counts.infeasible.values())),
                                      "search_ranked": float(len(result.ranked)), "search_seconds": result.seconds})
