@@ -25,7 +25,8 @@ from rich.table import Table
 
 from ascendflow.tracking.store import existing_store
 
-METRICS = ("capacity_rps", "predicted_capacity_rps", "capacity_load", "capacity_goodput_rps", "slo_met",
+METRICS = ("capacity_rps", "predicted_capacity_rps", "measured_capacity_rps", "capacity_load", "capacity_goodput_rps",
+           "slo_met",
            "output_throughput",
            "request_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms",
            "predicted_kv_cache_tokens", "reported_kv_cache_tokens", "kv_cache_tokens_rel_error",

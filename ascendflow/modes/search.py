@@ -1,11 +1,15 @@
 """``run.mode=search``: choose a deployment. Enumerate, compile and rank the layouts of the ``search`` option at the
 ``slo`` targets (:mod:`ascendflow.search`), print the table and the refusals by reason, draw the Pareto front, write
 the top-k recipes (plan and launch scripts each) and one MLflow child per candidate; the top pick is the run's plan.
+With ``search.measure_top`` the top picks and a random control are then served here and capacity-searched
+(:mod:`ascendflow.search.measure`), and the parent records whether the predicted order held.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +24,16 @@ from ascendflow.modes.base import Job, Mode, Outcome
 from ascendflow.perfmodel.attach import calibration_file, with_performance
 from ascendflow.perfmodel.calibration import load_calibration
 from ascendflow.platforms import platform_for
-from ascendflow.runner.detect import host_facts
+from ascendflow.runner.detect import hardware_present, host_facts
+from ascendflow.runner.versions import verify_installed
 from ascendflow.schema import ConfigError, RunSpec
 from ascendflow.schema.quantization import QuantizationSpec
 from ascendflow.search.evaluate import Evaluator
 from ascendflow.search.output import candidates_json, pareto_png, table, write_recipe
 from ascendflow.search.rank import rank_rows
-from ascendflow.search.record import record_children
+from ascendflow.search.measure import measure, summary_lines
+from ascendflow.search.pick import pick, verdict
+from ascendflow.search.record import parent_fields, record_children, record_measured
 from ascendflow.search.run import SearchResult, search
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -77,6 +84,8 @@ class SearchMode(Mode):
         self.result: SearchResult | None = None
         self.lines: list[str] = []
         self._perf: dict[str, Plan] = {}
+        self.picks: list[tuple[dict[str, Any], str]] = []
+        self.children: dict[int, str] = {}
 
     def _priced(self, plan: Plan, spec: RunSpec) -> Plan:
         """``plan`` with its full ``performance`` section (:func:`ascendflow.perfmodel.attach.with_performance`),
@@ -86,16 +95,25 @@ class SearchMode(Mode):
         return self._perf[plan.plan_hash]
 
     def check(self, spec: RunSpec) -> None:
-        """Refuse what cannot be searched, before anything is loaded.
+        """Refuse what cannot be searched, before anything is loaded; a search that measures its picks
+        (``search.measure_top``) loads the model's weights.
 
         Raises:
-            ConfigError: ``search.measure_top`` (not built), no SLO target, a chat workload, requests longer than
-                ``engine.max_model_len``.
+            ConfigError: ``search.measure_top`` where the hardware is not on this machine, or with the API key
+                variable unset; no SLO target, a chat workload, requests longer than ``engine.max_model_len``.
         """
         if spec.search.measure_top is not None:
-            raise ConfigError("search.measure_top", spec.search.measure_top,
-                              "measuring the top picks is not built yet; drop search.measure_top and measure a "
-                              "written recipe with run.mode=capacity (CPU) or run.mode=attach (your nodes)")
+            if not hardware_present(spec.hardware):
+                raise ConfigError("search.measure_top", spec.search.measure_top,
+                                  f"serves each pick on this machine, and hardware={spec.hardware.name} "
+                                  f"({spec.hardware.kind}) is not here; drop search.measure_top to plan only (the "
+                                  "recipes are written), then start a recipe on your nodes and measure it with "
+                                  "run.mode=attach run.attach_capacity=true run.server_url=http://<node0>:<port>")
+            key = spec.run.api_key_env
+            if key and not os.environ.get(key):
+                raise ConfigError("run.api_key_env", key, f"the variable is not set; export {key}=<key> before the "
+                                                          "run (its value is never written)")
+            self.needs_weights = True  # the picks are served
         load_range(spec.slo, spec.workload)
         isl, osl = request_lengths(spec)
         if spec.engine.max_model_len is not None and spec.engine.max_model_len < isl + osl:
@@ -139,6 +157,11 @@ class SearchMode(Mode):
                               f"no candidate meets {targets} at any load ({len(feasible)} feasible); the nearest SLO "
                               f"a candidate meets: {fix}")
         self._intervals(result, job)
+        if spec.search.measure_top is not None:  # refused here, before any engine starts
+            s = spec.search
+            self.picks = pick(result.ranked, len(feasible), s.measure_top, s.measure_random, s.measure_seed)
+            for row, why in self.picks:
+                row["measure"] = why
         out = job.run_dir / "search"
         title = (f"{spec.model.name} [{', '.join(quants)}] on {nodes} × {spec.hardware.name} · "
                  f"ISL {evaluator.isl} / OSL {evaluator.osl} · {targets}")
@@ -155,14 +178,15 @@ class SearchMode(Mode):
                                   "cudagraph_mode,max_num_seqs,max_num_batched_tokens,prefill_instances,"
                                   "decode_instances"})
             shown = {r["id"] for r in result.ranked[:spec.search.show]} | {r["id"] for r in result.rows
-                                                                           if r.get("recipe")}
+                                                                           if r.get("recipe") or r.get("measure")}
             rows = [r for r in result.rows if spec.search.children != "shown" or r["id"] in shown]
-            n = record_children(job.tracked.client, job.tracked.experiment_id, job.tracked.run_id, rows,
-                                "all" if spec.search.children == "shown" else spec.search.children)
+            self.children = record_children(job.tracked.client, job.tracked.experiment_id, job.tracked.run_id,
+                                            rows, "all" if spec.search.children == "shown" else spec.search.children)
             job.tracked.log_metrics({"search_candidates": float(counts.enumerated),
                                      "search_infeasible": float(sum(counts.infeasible.values())),
                                      "search_ranked": float(len(result.ranked)), "search_seconds": result.seconds})
-            self.lines.append(f"MLflow: {n} child runs under the search's run (python -m ascendflow.compare)")
+            self.lines.append(f"MLflow: {len(self.children)} child runs under the search's run (python -m "
+                              "ascendflow.compare)")
             job.tracked.log_artifact(png, "search")
             job.tracked.log_artifact(out / "candidates.json", "search")
         return top
@@ -227,9 +251,38 @@ class SearchMode(Mode):
         return written[0]
 
     def run(self, plan: Plan, job: Job) -> Outcome:
-        """Nothing to run: print the search's lines (tallies, intervals, recipes, MLflow)."""
+        """Print the search's lines (tallies, intervals, recipes, MLflow); with ``search.measure_top``, first serve
+        and capacity-search each pick (:func:`ascendflow.search.measure.measure`) and record the measured capacity on
+        its child, the rank correlation and the predicted against the measured best on the parent
+        (``search/measured.json`` too).
+
+        Raises:
+            VersionMismatchError: the installed engine is not the plan's; EngineStartError: every pick's engine
+                failed.
+        """
+        warnings: list[str] = []
+        if self.picks and self.result is not None:
+            verify_installed(plan.target.engine)
+            out = job.run_dir / "search" / "measured"
+            with job.tracked.system_metrics(), console.step(
+                    f"measuring {len(self.picks)} picks: serve each, capacity search at the SLO") as update:
+                measured, warnings = measure(self.picks, self.result.specs, self.result.plans, out, update,
+                                             job.secrets)
+            seed = job.spec.search.measure_seed
+            self.lines += summary_lines(measured, len(self.picks), seed)
+            metrics, tags = parent_fields(verdict(measured), len(self.picks))
+            keep = ("id", "label", "rank", "tie", "measure", "rps_per_device", "capacity_rps", "measure_error")
+            (out / "measured.json").write_text(json.dumps(
+                {"seed": seed, **metrics, **tags, "candidates": [
+                    {k: x for k, x in r.items() if k in keep or k.startswith("measured_")}
+                    for r, _ in self.picks]}, indent=1))
+            if job.tracked.enabled and job.tracked.run_id:
+                record_measured(job.tracked.client, self.children, [r for r, _ in self.picks])
+                job.tracked.log_metrics(metrics)
+                job.tracked.set_tags(tags)
+                job.tracked.log_artifact(out / "measured.json", "search")
         console.info_lines(self.lines)
-        return Outcome(plan)
+        return Outcome(plan, warnings=warnings)
 
 
 def interval_ratio(performance: dict[str, Any]) -> tuple[float, float] | None:

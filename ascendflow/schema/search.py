@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ascendflow.schema.base import Spec
-from ascendflow.schema.bounds import MAX_COUNT, MAX_NODES, MAX_NUM_SEQS, MAX_PARALLEL, MAX_TOKENS
+from ascendflow.schema.bounds import MAX_COUNT, MAX_NODES, MAX_NUM_SEQS, MAX_PARALLEL, MAX_SEED, MAX_TOKENS
 from ascendflow.schema.graph import CudagraphMode
 
 Positive = Annotated[int, Field(ge=1, le=MAX_PARALLEL)]
@@ -47,8 +47,13 @@ class SearchSpec(Spec):
             its reason is in ``candidates.json``, an artifact of the parent), ``ranked``, ``feasible``, or ``all``
             candidates (infeasible ones with their reason; each child costs about 0.1-0.3 s in a SQLite store),
             ``none``.
-        measure_top: serve and capacity-search the top K (and K random feasible ones) where the hardware is present;
-            not built yet: refused with a one-line reason.
+        measure_top: serve the top K ranked co-located candidates here, one at a time, and measure each one's capacity
+            at the SLO with ``run.mode=capacity``'s search (the ``slo`` option's load range and points, the
+            ``workload``); refused in one line when the hardware is not on this machine or fewer candidates are
+            ranked (docs/search.md "Measure the advice"). ``None``: nothing is served.
+        measure_random: the random control: this many other ranked co-located candidates, drawn from below the top
+            K, measured the same way; ``None``: as many as ``measure_top`` (fewer when fewer are left).
+        measure_seed: seed of the random control's draw (the same seed picks the same candidates).
     """
 
     name: str = "default"
@@ -69,3 +74,5 @@ class SearchSpec(Spec):
     show: int = Field(default=15, ge=1, le=MAX_COUNT)
     children: Literal["shown", "ranked", "feasible", "all", "none"] = "shown"
     measure_top: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    measure_random: int | None = Field(default=None, ge=0, le=MAX_COUNT)
+    measure_seed: int = Field(default=0, ge=0, le=MAX_SEED)

@@ -5,6 +5,7 @@ feasibility reason as tags, so ``python -m ascendflow.compare`` lists them like 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 #: Row fields logged as params of a child.
@@ -29,18 +30,20 @@ def child_fields(row: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, floa
             "search.error": (row.get("error") or "")[:4900]}
     if row.get("tie"):
         tags["search.tie"] = "true"
+    if row.get("measure"):
+        tags["search.measure"] = row["measure"]
     return params, metrics, tags
 
 
 def record_children(client: Any, experiment_id: str, parent_id: str, rows: Sequence[Mapping[str, Any]],
-                    which: str) -> int:
+                    which: str) -> dict[int, str]:
     """Create the children (``which``: ``all``, ``feasible``, ``ranked``, ``none``) of ``rows`` under ``parent_id``;
-    returns how many."""
+    returns each child's run id by its row's ``id``."""
     from mlflow.entities import Metric, Param, RunTag
 
     if which == "none":
-        return 0
-    n = 0
+        return {}
+    ids = {}
     now = int(time.time() * 1000)
     for row in rows:
         if (which == "feasible" and row["status"] == "infeasible") or (which == "ranked" and not row.get("rank")):
@@ -52,5 +55,59 @@ def record_children(client: Any, experiment_id: str, parent_id: str, rows: Seque
                          params=[Param(k, v) for k, v in params.items()],
                          tags=[RunTag(k, v) for k, v in tags.items()])
         client.set_terminated(run.info.run_id, "FINISHED")
-        n += 1
+        ids[row["id"]] = run.info.run_id
+    return ids
+
+
+#: Measured row fields logged as metrics of a measured child (:func:`ascendflow.search.measure.measure`).
+MEASURED = ("measured_capacity_rps", "measured_rps_per_device", "measured_capacity_load", "measured_p99_ttft_ms",
+            "measured_p99_tpot_ms", "measured_slo_met", "measured_load_points")
+
+
+def measured_fields(row: Mapping[str, Any]) -> dict[str, float]:
+    """A measured row's metrics: :data:`MEASURED`, and ``measured_over_predicted`` (measured / predicted capacity
+    per device) where the prediction is not zero."""
+    out = {k: float(row[k]) for k in MEASURED if row.get(k) is not None}
+    if row.get("measured_rps_per_device") is not None and row.get("rps_per_device"):
+        out["measured_over_predicted"] = float(row["measured_rps_per_device"]) / float(row["rps_per_device"])
+    return out
+
+
+def parent_fields(verdict: Mapping[str, Any], picks: int) -> tuple[dict[str, float], dict[str, str]]:
+    """The parent's ``(metrics, tags)`` of a measured search (:func:`ascendflow.search.pick.verdict`):
+    ``search_measured``, ``search_measure_picks``, ``search_rank_correlation`` (Spearman's rho; absent when
+    undefined), ``search_predicted_best_measured_rps`` and ``search_measured_best_rps`` (req/s per device),
+    ``search_best_held`` (1 when the predicted best measured best); tags ``search.predicted_best`` and
+    ``search.measured_best`` (labels)."""
+    metrics = {"search_measured": float(verdict["n"]), "search_measure_picks": float(picks)}
+    tags = {}
+    if verdict["rho"] is not None:
+        metrics["search_rank_correlation"] = float(verdict["rho"])
+    if verdict["n"]:
+        pb, mb = verdict["predicted_best"], verdict["measured_best"]
+        metrics.update({"search_predicted_best_measured_rps": float(pb["measured_rps_per_device"]),
+                        "search_measured_best_rps": float(mb["measured_rps_per_device"]),
+                        "search_best_held": float(verdict["held"])})
+        tags = {"search.predicted_best": pb["label"][:500], "search.measured_best": mb["label"][:500]}
+    return metrics, tags
+
+
+def record_measured(client: Any, children: Mapping[int, str], rows: Sequence[Mapping[str, Any]]) -> int:
+    """Log each measured row's :func:`measured_fields` (and ``search.measure_error`` when its engine failed) on its
+    child run, with its ``capacity/points.json`` as an artifact; returns how many children got a measurement."""
+    from mlflow.entities import Metric, RunTag
+
+    now, n = int(time.time() * 1000), 0
+    for row in rows:
+        run_id = children.get(row["id"])
+        if run_id is None:
+            continue
+        metrics = measured_fields(row)
+        tags = {"search.measure_error": row["measure_error"]} if row.get("measure_error") else {}
+        client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
+                         tags=[RunTag(k, v) for k, v in tags.items()])
+        points = Path(row.get("measured_dir") or ".") / "capacity" / "points.json"
+        if points.is_file():
+            client.log_artifact(run_id, str(points), "capacity")
+        n += bool(metrics)
     return n

@@ -66,9 +66,10 @@ def test_search_writes_table_recipes_and_children(tmp_path: Path, mlflow_uri: st
     (["model=deepseek_r1", "quantization=none", "search.nodes=1", "engine.max_model_len=4096"],
      "error: search.nodes=1: no feasible candidate for deepseek_r1 on 1 × atlas_800i_a2: 8 infeasible: 8 weights do "
      "not fit; give more nodes (search.nodes) or a smaller quantization (search.quantizations)"),
-    (["search.measure_top=2"], "error: search.measure_top=2: measuring the top picks is not built yet; drop "
-                               "search.measure_top and measure a written recipe with run.mode=capacity (CPU) or "
-                               "run.mode=attach (your nodes)"),
+    (["search.measure_top=2"], "error: search.measure_top=2: serves each pick on this machine, and "
+                               "hardware=atlas_800i_a2 (npu) is not here; drop search.measure_top to plan only (the "
+                               "recipes are written), then start a recipe on your nodes and measure it with "
+                               "run.mode=attach run.attach_capacity=true run.server_url=http://<node0>:<port>"),
     (["workload=chat"], "error: workload='chat': a deployment search needs fixed request lengths: use "
                         "workload=random with workload.random_input_len / random_output_len"),
     (["engine.max_model_len=1024"], "error: engine.max_model_len=1024: below the workload's 1024 + 256 tokens per "
@@ -78,3 +79,28 @@ def test_bad_search_inputs_are_one_line(tmp_path: Path, extra: list[str], line: 
     proc = run_in_process([*SMALL, "tracking=none", *extra], tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == line
+
+
+#: The same search on this machine's CPU: 1 layout (TP1×DP1) × 4 graph modes × 2 ``max_num_seqs``; the release
+#: refuses CUDA-graph modes on CPU, so 2 candidates are feasible and ranked.
+CPU = ["run.mode=search", "workload=random", "workload.random_input_len=64", "workload.random_output_len=32",
+       "search.max_num_seqs=[2,16]", "search.max_num_batched_tokens=[2048]", "tracking=none"]
+
+
+@pytest.mark.parametrize("extra, line", [
+    (["search.measure_top=3"], "error: search.measure_top=3: exceeds the 2 ranked co-located candidates that can be "
+                               "served here (2 feasible); set search.measure_top=2 or less"),
+    (["search.measure_top=1", "search.measure_random=2"],
+     "error: search.measure_random=2: only 1 ranked co-located candidates are left below the top 1; set "
+     "search.measure_random=1 or less"),
+    (["search.measure_top=1", "run.api_key_env=ASCENDFLOW_TEST_UNSET_KEY"],
+     "error: run.api_key_env='ASCENDFLOW_TEST_UNSET_KEY': the variable is not set; export "
+     "ASCENDFLOW_TEST_UNSET_KEY=<key> before the run (its value is never written)"),
+])
+def test_measure_top_refused_before_any_engine_starts(tmp_path: Path, extra: list[str], line: str) -> None:
+    proc = run_in_process([*CPU, *extra], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == line
+    # the picks are refused once the search ranked (a missing key before it), never after an engine started
+    assert ("deployment search: smollm2_135m on 1 × cpu" in proc.stdout) == ("api_key_env" not in line)
+    assert not list(tmp_path.glob("outputs/runs/*/*/search/measured"))  # nothing was served

