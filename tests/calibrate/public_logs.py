@@ -316,9 +316,10 @@ N_01_CAPTURE = [1, 2, 4, 8, 16, 24, 32]
 
 #: N-02 (grade B: the device total is not printed; both 64 GB totals are planned): a public deployment report
 #: "Qwen3-VL-8B-Instruct 模型 vLLM-Ascend 部署与性能测试报告" (2026-07-22, "Ascend NPU, vLLM-Ascend v0.18.0"; two
-#: runs of the same command, 34.66 and 34.65 GiB). The code index holds it as file id 55448493821 (first run:
-#: 55204712336) without resolving the repository. ``vllm serve Qwen3-VL-8B-Instruct --dtype bfloat16
-#: --max-model-len 16384 --max-num-batched-tokens 16384`` (``non-default args`` printed): vLLM's defaults otherwise
+#: runs of the same command, 34.66 and 34.65 GiB, both 252,288 tokens; the lines below are the second run's). The
+#: code index holds it as file id 55448493821 (the first run: 55204712336) without resolving the repository.
+#: ``vllm serve Qwen3-VL-8B-Instruct --dtype bfloat16 --max-model-len 16384 --max-num-batched-tokens 16384``
+#: (``non-default args`` printed): vLLM's defaults otherwise
 #: (utilisation 0.9, 256 sequences, TP1, prefix caching and chunked prefill on, printed), PIECEWISE with 35 sizes,
 #: FFTS+; ``Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items of the
 #: maximum feature size``.
@@ -332,9 +333,9 @@ N_02 = PublicLog(
                "ascend.hccl_op_expansion_mode_aiv=false"),
     pinned="the serve command and vLLM's defaults (printed); device total inferred (60.96 or 61.27 GiB)",
     log=lines(("(EngineCore pid=8878) INFO 07-22 04:31:13", "[model_runner_v1.py:2589] Loading model weights took 16.9570 GB"),
-              ("(EngineCore pid=3012) INFO 07-22 04:07:18", "[worker.py:357] Available KV cache memory: 34.66 GiB"),
-              ("(EngineCore pid=3012) INFO 07-22 04:07:18", "[kv_cache_utils.py:1316] GPU KV cache size: 252,288 tokens"),
-              ("(EngineCore pid=3012) INFO 07-22 04:07:18",
+              ("(EngineCore pid=8878) INFO 07-22 04:31:53", "[worker.py:357] Available KV cache memory: 34.65 GiB"),
+              ("(EngineCore pid=8878) INFO 07-22 04:31:53", "[kv_cache_utils.py:1316] GPU KV cache size: 252,288 tokens"),
+              ("(EngineCore pid=8878) INFO 07-22 04:31:53",
                "[kv_cache_utils.py:1321] Maximum concurrency for 16,384 tokens per request: 15.40x")))
 #: N-02 on the other 64 GB total (61.27 GiB, the A3 die and 2026 A2 stacks: conf/hardware).
 N_02_A3_TOTAL = tuple(o.replace("65452113920", "65796046848") for o in N_02.overrides)

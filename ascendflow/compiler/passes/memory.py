@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ascendflow.compiler.checks.limits import Limits
 from ascendflow.compiler.checks.memory import check_startup_memory, explicit_kv
 from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
 from ascendflow.compiler.memory.draft_weights import eagle_draft_bytes
@@ -151,7 +152,8 @@ def _vision_bytes(spec: RunSpec, arch: ModelArchitecture, tp: int, dtype_bytes: 
     return vision_weight_bytes(arch.vision_config, arch.outer_model_type, tp=tp, dtype_bytes=dtype_bytes), warnings
 
 
-def _encoder_extra(spec: RunSpec, arch: ModelArchitecture, limits, text_activation: int, dtype_bytes: int) -> int | None:
+def _encoder_extra(spec: RunSpec, arch: ModelArchitecture, limits: Limits, text_activation: int,
+                   dtype_bytes: int) -> int | None:
     """The vision encoder's share of the profile run (:func:`~ascendflow.compiler.memory.vision_profile.
     encoder_extra_bytes`, an estimate) at vLLM's default 999 images per prompt unless ``model.limit_mm_per_prompt``
     says otherwise; ``None`` for families whose largest image is not known here, and with no images allowed."""
