@@ -283,3 +283,59 @@ W3_09_TP4 = (*_A2_64G, "hardware.software=vllm-ascend-0.13.0", "model=local", f"
              "parallel.tensor_parallel_size=4", "engine.max_model_len=262144", "engine.max_num_batched_tokens=4096",
              "engine.gpu_memory_utilization=0.8", "graph=full_decode_only")
 W3_09_URL = _ISSUES + "6572"
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Public start-up logs found outside ../shared (the out-of-sample check of issue 27: their errors were recorded before
+# any change to the memory model, docs/kv_layouts.md "Memory terms on large MoE and hybrid deployments").
+
+#: N-01 (grade A): Pla-Yer/nano_vllm_ascend ``docs/nano_vllm_ascend_VS_vllm_ascend.md`` (commit af96b6d0; the sibling
+#: ``docs/nano_vllm_ascend_VS_vllm_ascend_VS_vllm_VS_nano_vlm.md`` names the NPU: ``910B3``, 64 GB, an A2 die), vLLM
+#: v0.18.0 + vllm-ascend 0.18.0 (``[worker.py:357] Available KV cache memory`` is the v0.18.0 line), offline
+#: ``LLM(model=Qwen3-0.6B, dtype=bfloat16, max_model_len=4096, block_size=128, gpu_memory_utilization=0.8,
+#: max_num_seqs=32)`` (``non-default args`` printed), chunked prefill at 8192 (printed), prefix caching on, PIECEWISE
+#: with the 7 printed sizes, FFTS+ (the AIV warning is printed). Device total: the 910B3's 65,452,113,920 B (W3-04,
+#: W3-05 print it; 0.8 of 61.27 GiB would leave 0.49 GiB for activation and non-torch memory, twice W3-01's 0.25 GiB
+#: for the same model at 8 × the sequences).
+N_01 = PublicLog(
+    url="https://github.com/Pla-Yer/nano_vllm_ascend/blob/af96b6d0ef274e4c44ad0be708639289f9818ada/docs/"
+        "nano_vllm_ascend_VS_vllm_ascend.md",
+    release="vllm-ascend-0.18.0", hardware="atlas_800i_a2", kind="dense",
+    overrides=(*_A2_64G, "hardware.software=vllm-ascend-0.18.0", "model=local", f"model.path={_CFG}qwen3_0_6b",
+               "parallel=single", "engine.dtype=bfloat16", "engine.max_model_len=4096", "engine.block_size=128",
+               "engine.gpu_memory_utilization=0.8", "engine.max_num_seqs=32", "engine.max_num_batched_tokens=8192",
+               "engine.enable_prefix_caching=true", "engine.enable_chunked_prefill=true", "graph=piecewise",
+               "ascend.hccl_op_expansion_mode_aiv=false"),
+    pinned="model, dtype, TP, every limit (printed), utilisation (printed), graph mode and sizes (printed), NPU named",
+    log=lines(("(EngineCore pid=18225) INFO 06-10 03:10:56", "[model_runner_v1.py:2589] Loading model weights took 1.1397 GB"),
+              ("(EngineCore pid=18225) INFO 06-10 03:11:23", "[worker.py:357] Available KV cache memory: 47.39 GiB"),
+              ("(EngineCore pid=18225) INFO 06-10 03:11:23", "[kv_cache_utils.py:1316] GPU KV cache size: 443,648 tokens"),
+              ("(EngineCore pid=18225) INFO 06-10 03:11:23",
+               "[kv_cache_utils.py:1321] Maximum concurrency for 4,096 tokens per request: 108.31x")))
+#: N-01's printed ``cudagraph_capture_sizes`` (``No adjustment needed ... with 7 sizes``).
+N_01_CAPTURE = [1, 2, 4, 8, 16, 24, 32]
+
+#: N-02 (grade B: the device total is not printed; both 64 GB totals are planned): a public deployment report
+#: "Qwen3-VL-8B-Instruct 模型 vLLM-Ascend 部署与性能测试报告" (2026-07-22, "Ascend NPU, vLLM-Ascend v0.18.0"; two
+#: runs of the same command, 34.66 and 34.65 GiB, both 252,288 tokens; the lines below are the second run's). The
+#: code index holds it as file id 55448493821 (the first run: 55204712336) without resolving the repository.
+#: ``vllm serve Qwen3-VL-8B-Instruct --dtype bfloat16 --max-model-len 16384 --max-num-batched-tokens 16384``
+#: (``non-default args`` printed): vLLM's defaults otherwise
+#: (utilisation 0.9, 256 sequences, TP1, prefix caching and chunked prefill on, printed), PIECEWISE with 35 sizes,
+#: FFTS+; ``Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items of the
+#: maximum feature size``.
+N_02 = PublicLog(
+    url="code-index:55448493821 (Qwen3-VL-8B-Instruct 模型 vLLM-Ascend 部署与性能测试报告, 2026-07-22)",
+    release="vllm-ascend-0.18.0", hardware="atlas_800i_a2", kind="vl",
+    overrides=(*_A2_64G, "hardware.software=vllm-ascend-0.18.0", "model=local", f"model.path={_CFG}qwen3_vl_8b",
+               "parallel=single", "engine.dtype=bfloat16", "engine.max_model_len=16384",
+               "engine.max_num_batched_tokens=16384", "engine.max_num_seqs=256", "engine.gpu_memory_utilization=0.9",
+               "engine.enable_prefix_caching=true", "engine.enable_chunked_prefill=true", "graph=piecewise",
+               "ascend.hccl_op_expansion_mode_aiv=false"),
+    pinned="the serve command and vLLM's defaults (printed); device total inferred (60.96 or 61.27 GiB)",
+    log=lines(("(EngineCore pid=8878) INFO 07-22 04:31:13", "[model_runner_v1.py:2589] Loading model weights took 16.9570 GB"),
+              ("(EngineCore pid=8878) INFO 07-22 04:31:53", "[worker.py:357] Available KV cache memory: 34.65 GiB"),
+              ("(EngineCore pid=8878) INFO 07-22 04:31:53", "[kv_cache_utils.py:1316] GPU KV cache size: 252,288 tokens"),
+              ("(EngineCore pid=8878) INFO 07-22 04:31:53",
+               "[kv_cache_utils.py:1321] Maximum concurrency for 16,384 tokens per request: 15.40x")))
+#: N-02 on the other 64 GB total (61.27 GiB, the A3 die and 2026 A2 stacks: conf/hardware).
+N_02_A3_TOTAL = tuple(o.replace("65452113920", "65796046848") for o in N_02.overrides)

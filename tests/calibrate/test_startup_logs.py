@@ -111,3 +111,42 @@ def test_probes_of_the_grade_c_logs():
     # overheads.moe_dispatch_bytes) and accepts it with a 7.10 GiB KV budget.
     w3_08 = _plan(list(pl.W3_08.overrides))
     assert (w3_08.memory.kv_cache_bytes, w3_08.kv_cache.tokens) == (7_626_415_286, 106_752)
+
+
+# --- Logs found outside ../shared (out-of-sample: errors recorded before the memory model was changed for them) -----
+
+def test_out_of_sample_logs_parse_to_their_logged_values():
+    got = {log.url: parse_engine_facts(log.log) for log in (pl.N_01, pl.N_02)}
+    assert [(f.value("kv_cache_tokens"), f.value("max_concurrency"), f.items["weights_bytes"].logged,
+             f.items["kv_cache_bytes"].logged) for f in got.values()] == [
+        (443_648, 108.31, 1.1397, 47.39), (252_288, 15.4, 16.957, 34.65)]
+
+
+@pytest.mark.parametrize(("overrides", "log", "planned_tokens", "error_pct"), [
+    (pl.N_01.overrides, pl.N_01, 439_168, -1.01),   # v0.18.0 Qwen3-0.6B TP1 on a 910B3 (A): held out, unchanged
+    # v0.18.0 Qwen3-VL-8B TP1 (B). Before issue 27's VL terms: 265,344 (+5.18 %) and 267,392 (+5.99 %). The load-time
+    # buffers (vision_profile.vl_load_buffer_bytes, from source) and the encoder's profile-run share (estimate, not
+    # fitted on it) bring it within 2 % on either 64 GB total: held out.
+    (pl.N_02.overrides, pl.N_02, 255_104, 1.12),    # 60.96 GiB
+    (pl.N_02_A3_TOTAL, pl.N_02, 257_152, 1.93),     # 61.27 GiB
+])
+def test_out_of_sample_kv_tokens(overrides, log, planned_tokens, error_pct):
+    plan = _plan(list(overrides))
+    logged = parse_engine_facts(log.log).value("kv_cache_tokens")
+    assert plan.kv_cache.tokens == planned_tokens
+    assert _error_pct(plan.kv_cache.tokens, logged) == pytest.approx(error_pct, abs=0.01)
+
+
+def test_vl_weights_line_with_the_load_time_buffers():
+    # "Loading model weights took 16.9570 GB" (GiB): 8,767,123,696 parameters × 2 B + the M-RoPE cache (4 × 262,144
+    # positions × 128 × 2 B) + 3 deepstack buffers (16,384 × 4,096 × 2 B) = 16.9551 GiB, 2 MiB under the log.
+    plan = _plan(list(pl.N_02.overrides))
+    assert plan.memory.weights_bytes == 2 * 8_767_123_696 + 4 * 262_144 * 128 * 2 + 3 * 16_384 * 4_096 * 2
+    logged = parse_engine_facts(pl.N_02.log).items["weights_bytes"].logged
+    assert round((logged * GIB - plan.memory.weights_bytes) / 2**20, 1) == 2.0  # MiB, from a 4-decimal GiB figure
+    assert "vision encoder's profile-run share" in plan.estimates["memory.activation_bytes"]
+
+
+def test_out_of_sample_capture_list_as_printed():
+    assert _plan(list(pl.N_01.overrides)).graph.capture_sizes == pl.N_01_CAPTURE
+    assert _plan(list(pl.N_02.overrides)).graph.capture_sizes == pl.W3_01_CAPTURE  # "with 35 sizes", printed list

@@ -13,7 +13,8 @@ split), MLP ``linear_fc1``/``gate_up_proj`` and merger ``fc1`` (column-parallel)
 Qwen3-VL: LayerNorm (weight + bias), patch-embed bias, ``pos_embed`` (``num_position_embeddings`` × hidden), one
 merger plus one post-shuffle-norm merger per ``deepstack_visual_indexes`` entry; Qwen2.5-VL: RMSNorm, no patch-embed
 bias, gated MLP. Defaults of absent keys: transformers ``Qwen3VLVisionConfig`` / ``Qwen2_5_VLVisionConfig``.
-Rotary caches (non-persistent buffers) are not counted, as for the text model. The tower is built on every PP
+Rotary caches (non-persistent buffers) are not counted here; the M-RoPE cache and Qwen3-VL's deepstack buffers are
+(:mod:`ascendflow.compiler.memory.vision_profile`). The tower is built on every PP
 stage (no PP check around ``self.visual``), and not at all when ``--limit-mm-per-prompt`` is 0 for both image and
 video (``interfaces.py`` ``_mark_tower_model`` swaps in a ``StageMissingLayer``): then count 0 bytes and no
 encoder profile.
@@ -147,7 +148,8 @@ class EncoderProfile:
         output_bytes: the encoder outputs kept in ``encoder_cache`` during the text dummy run (exact given the
             tokens per item): items × tokens × out_hidden_size × (1 + deepstack levels) × dtype bytes.
         forward_peak_bytes: *estimate* of the encoder forward's own peak (pixel values plus the widest block
-            intermediates over all patches; unmeasured, no public log to calibrate it).
+            intermediates over all patches; not fitted; checked on one public log, N-02 in
+            tests/calibrate/public_logs.py: +1.1 % KV tokens, docs/kv_layouts.md).
     """
 
     items: int

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ascendflow.compiler.checks.limits import Limits
 from ascendflow.compiler.checks.memory import check_startup_memory, explicit_kv
 from ascendflow.compiler.memory.checkpoint_weights import checkpoint_bytes
 from ascendflow.compiler.memory.draft_weights import eagle_draft_bytes
@@ -12,6 +13,7 @@ from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.mla_weights import mlapo_frees_originals
 from ascendflow.compiler.memory.overheads import (KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes,
                                                  moe_dispatch_bytes, non_torch_bytes, p310_cleared_non_torch_bytes)
+from ascendflow.compiler.memory.vision_profile import DEFAULT_MAX_PIXELS, encoder_extra_bytes, vl_load_buffer_bytes
 from ascendflow.compiler.memory.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
 from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
 from ascendflow.compiler.passes.inputs import EngineInputs
@@ -67,6 +69,10 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
     draft = _draft_bytes(spec, arch, inputs.draft, DTYPE_BYTES[dtype])
     weight_rules = _weight_rules(spec, rules, mtp_kv_layers, role, limits.max_num_batched_tokens)
     vision, vision_warnings = _vision_bytes(spec, arch, par.tensor_parallel_size, DTYPE_BYTES[dtype])
+    tower = vision > 0  # the tower is built (its weights counted)
+    if arch.vision_config and arch.outer_model_type in VISION_MODEL_TYPES:  # M-RoPE cache, deepstack buffers
+        vision += vl_load_buffer_bytes(arch, max_num_batched_tokens=limits.max_num_batched_tokens,
+                                       dtype_bytes=DTYPE_BYTES[dtype], tower=tower)
     stages, partition = [], pp_partition(arch.num_hidden_layers, par.pipeline_parallel_size)
     for index, layers in enumerate(partition):
         layout = Layout(tp=par.tensor_parallel_size, ep=ep, first_stage=index == 0,
@@ -78,6 +84,8 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
         weights += draft if layout.last_stage else 0
         activation = activation_bytes(arch, layout, max_num_batched_tokens=limits.max_num_batched_tokens,
                                       max_num_seqs=limits.max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])
+        if tower:  # the encoder's dummy images in the profile run (vision_profile.py; None: family not planned)
+            activation += _encoder_extra(spec, arch, limits, activation, DTYPE_BYTES[dtype]) or 0
         if platform_for(hw.kind).ascend_config:  # the NPU MoE dispatcher's rows (fitted copies, overheads.py)
             activation += moe_dispatch_bytes(arch, layout, max_num_batched_tokens=limits.max_num_batched_tokens,
                                              dtype_bytes=DTYPE_BYTES[dtype], soc=hw.soc)
@@ -119,7 +127,8 @@ def _vision_bytes(spec: RunSpec, arch: ModelArchitecture, tp: int, dtype_bytes: 
     :mod:`ascendflow.compiler.memory.vision_weights`), 0 for text models and when ``model.limit_mm_per_prompt`` gives
     0 images and 0 videos (vLLM 0.32.0 ``interfaces.py`` ``_mark_tower_model``: the tower becomes a
     ``StageMissingLayer``; read in 0.23.0 too, assumed on every row). The encoder's share of the profile run needs
-    the processor's ``max_pixels`` (not in ``config.json``): not planned, said in a warning; so is the multimodal
+    the processor's ``max_pixels`` (not in ``config.json``): planned for Qwen3-VL at its public default
+    (:mod:`ascendflow.compiler.memory.vision_profile`), said in a warning for the others; so is the multimodal
     processor cache, host memory (vLLM ``config/multimodal.py``: ``mm_processor_cache_gb × (api_server_count +
     data_parallel_size)``, default 4 GiB)."""
     model = spec.model
@@ -133,13 +142,29 @@ def _vision_bytes(spec: RunSpec, arch: ModelArchitecture, tp: int, dtype_bytes: 
     limits = model.limit_mm_per_prompt or {}
     if limits.get("image") == 0 and limits.get("video") == 0:
         return 0, []
-    warnings = ["the vision encoder's share of vLLM's profile run (dummy images at max_pixels) is not in the activation "
-                "estimate: set --limit-mm-per-prompt / mm_processor_kwargs on the node and calibrate"]
+    warnings = [] if arch.outer_model_type in DEFAULT_MAX_PIXELS else [
+        "the vision encoder's share of vLLM's profile run (dummy images at max_pixels) is not in the activation "
+        "estimate: set --limit-mm-per-prompt / mm_processor_kwargs on the node and calibrate"]
     if (cache_gb := model.mm_processor_cache_gb) is not None:
         dp = spec.parallel.data_parallel_size  # one API server (ascendflow starts no more) + one engine core per rank
         warnings.append(f"model.mm_processor_cache_gb={cache_gb:g}: {cache_gb:g} GiB of host memory per process × "
                         f"{1 + dp} (API server + {dp} engine core(s)) = {cache_gb * (1 + dp):g} GiB, not device memory")
     return vision_weight_bytes(arch.vision_config, arch.outer_model_type, tp=tp, dtype_bytes=dtype_bytes), warnings
+
+
+def _encoder_extra(spec: RunSpec, arch: ModelArchitecture, limits: Limits, text_activation: int,
+                   dtype_bytes: int) -> int | None:
+    """The vision encoder's share of the profile run (:func:`~ascendflow.compiler.memory.vision_profile.
+    encoder_extra_bytes`, an estimate) at vLLM's default 999 images per prompt unless ``model.limit_mm_per_prompt``
+    says otherwise; ``None`` for families whose largest image is not known here, and with no images allowed."""
+    image_limit = (spec.model.limit_mm_per_prompt or {}).get("image", 999)
+    if not isinstance(image_limit, int) or image_limit == 0:
+        return None
+    return encoder_extra_bytes(arch, text_activation_bytes=text_activation,
+                               max_num_batched_tokens=limits.max_num_batched_tokens, max_num_seqs=limits.max_num_seqs,
+                               max_model_len=limits.max_model_len, image_limit=image_limit,
+                               enable_chunked_prefill=spec.engine.enable_chunked_prefill is not False,
+                               dtype_bytes=dtype_bytes, tp=spec.parallel.tensor_parallel_size)
 
 
 def _mlapo_switch(spec: RunSpec, rules: EngineRules) -> bool:

@@ -1,0 +1,86 @@
+"""What a Qwen-VL checkpoint adds to device memory besides its weights: buffers built with the model, and the vision
+encoder's share of the profile run (issue 27; errors in docs/kv_layouts.md, "Memory terms on large MoE and hybrid
+deployments").
+
+Load-time buffers (exact, counted where vllm-ascend measures them: in ``Loading model weights took``, which is the
+device memory ``NPUModelRunner.load_model`` sees grow while ``get_model`` builds the model, v0.18.0
+``worker/model_runner_v1.py``; vLLM builds the model under the model dtype, ``set_default_torch_dtype``):
+
+- the M-RoPE cos/sin cache: vLLM ``model_executor/layers/rotary_embedding/mrope.py`` ``MRotaryEmbedding.__init__``
+  builds it for ``max_position_embeddings × 4`` positions (the Qwen2.5-VL video-position headroom, the
+  ``positions_factor=4`` default in vLLM 0.32.0, the same factor in the earlier releases' literal ``* 4``), rows of
+  ``rotary_dim`` (``RotaryEmbeddingBase.__init__``: ``cos_sin_cache`` of ``[positions, rotary_dim]`` cast to the model
+  dtype, a non-persistent buffer); ``get_rope`` caches one instance for every layer (vLLM ``rotary_embedding/
+  __init__.py`` ``_ROPE_DICT``); vllm-ascend v0.18.0 ``ops/rotary_embedding.py`` ``AscendMRotaryEmbedding`` keeps it
+  and records no second copy;
+- Qwen3-VL's deepstack buffers: vLLM ``models/qwen3_vl.py`` ``Qwen3VLForConditionalGeneration.__init__``, one
+  ``torch.zeros(max_num_batched_tokens, text hidden_size)`` per ``deepstack_visual_indexes`` entry while the tower is
+  built (``use_deepstack``).
+
+Checked on N-01/N-02 (tests/calibrate/public_logs.py): Qwen3-VL-8B at 16,384 batched tokens plans 17,534,247,392 B of
+parameters + 268,435,456 B of cache + 402,653,184 B of deepstack = 16.9551 GiB against the logged 16.9570 "GB" (GiB).
+
+The encoder's profile-run share (:func:`ascendflow.compiler.memory.vision_weights.encoder_profile`, whose forward
+peak is an *estimate*) needs the largest image the processor accepts, ``size["longest_edge"]`` of the checkpoint's
+``preprocessor_config.json``; the family default below is the public one.
+"""
+
+from __future__ import annotations
+
+from ascendflow.compiler.memory.vision_weights import encoder_profile, max_image_tokens
+from ascendflow.schema.architecture import ModelArchitecture
+
+#: ``MRotaryEmbedding``'s position headroom (``max_position_embeddings × 4``).
+MROPE_CACHE_POSITIONS_FACTOR = 4
+
+#: ``size["longest_edge"]`` (pixels) of the public Qwen/Qwen3-VL-*-Instruct ``preprocessor_config.json``
+#: (``Qwen2VLImageProcessorFast``: longest_edge 16,777,216 = 4096², shortest_edge 65,536, patch 16, merge 2): one
+#: 16,384-token image, the item N-02 logs ("profiled with 1 image items of the maximum feature size" at a 16,384
+#: budget). Qwen2.5-VL is not planned here (no log to check its encoder term): it keeps the warning.
+DEFAULT_MAX_PIXELS = {"qwen3_vl": 16_777_216, "qwen3_vl_moe": 16_777_216}
+
+
+def vl_load_buffer_bytes(arch: ModelArchitecture, *, max_num_batched_tokens: int, dtype_bytes: int,
+                         tower: bool) -> int:
+    """Bytes of the M-RoPE cache and (Qwen3-VL with its tower) the deepstack buffers on one rank.
+
+    Args:
+        arch: the checkpoint's architecture (text fields flattened, ``vision_config`` kept).
+        max_num_batched_tokens: the scheduler's token budget (the deepstack buffers' rows).
+        dtype_bytes: bytes per element of the model dtype.
+        tower: whether the vision tower is built (``--limit-mm-per-prompt`` not 0 for both image and video).
+    """
+    rope = MROPE_CACHE_POSITIONS_FACTOR * arch.max_position_embeddings * arch.attention_head_dim * dtype_bytes
+    deepstack = (arch.vision_config or {}).get("deepstack_visual_indexes",  # transformers Qwen3VLVisionConfig default
+                                               [8, 16, 24] if arch.outer_model_type in DEFAULT_MAX_PIXELS else [])
+    levels = len(deepstack) if tower else 0
+    return rope + levels * max_num_batched_tokens * arch.hidden_size * dtype_bytes
+
+
+def encoder_extra_bytes(arch: ModelArchitecture, *, text_activation_bytes: int, max_num_batched_tokens: int,
+                        max_num_seqs: int, max_model_len: int, image_limit: int, enable_chunked_prefill: bool,
+                        dtype_bytes: int, tp: int) -> int | None:
+    """What the encoder's dummy images add to the profiled peak on one rank (an estimate), or ``None`` where the
+    family's largest image is not known here (the caller then warns).
+
+    Args:
+        arch: the checkpoint's architecture.
+        text_activation_bytes: the text dummy run's planned peak (bytes).
+        max_num_batched_tokens: the encoder budget's default.
+        max_num_seqs: ``max_num_seqs``.
+        max_model_len: ``max_model_len``.
+        image_limit: ``limit_mm_per_prompt["image"]`` (vLLM's default 999).
+        enable_chunked_prefill: chunked prefill on.
+        dtype_bytes: bytes per element of the model dtype.
+        tp: the encoder's TP degree.
+    """
+    max_pixels = DEFAULT_MAX_PIXELS.get(arch.outer_model_type or "")
+    if max_pixels is None or not arch.vision_config:
+        return None
+    c = arch.vision_config
+    tokens = max_image_tokens(max_pixels, c["patch_size"], c["spatial_merge_size"])
+    profile = encoder_profile(c, arch.outer_model_type, max_tokens_per_item=tokens,
+                              max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                              max_model_len=max_model_len, limit_per_prompt=image_limit,
+                              enable_chunked_prefill=enable_chunked_prefill, dtype_bytes=dtype_bytes, tp=tp)
+    return profile.extra_peak_bytes(text_activation_bytes)
