@@ -1,7 +1,7 @@
 """Rehearse the TP16 two-node recipe (``qwen3_235b_tp16_2nodes``, vLLM's ``--nnodes`` launcher) here and check it;
 writes ``outputs/bench/rehearse/tp2_nnodes.json``.
 
-Moved out of the test suite (``tests/e2e/test_rehearsal.py``, issue 24 item 4): the ``--nnodes`` launcher path
+Moved out of the test suite (``tests/engine/test_rehearsal.py``, issue 24 item 4): the ``--nnodes`` launcher path
 (``mp-nnodes``: node 1 ``--headless`` with ``--node-rank``, ``--master-addr``/``--master-port``) is rehearsed in the
 suite by the TP8 × PP2 recipe (``test_rehearse_pp2_across_two_nodes_with_nnodes``); this run adds TP across the two
 "nodes" (TP16 on 2 × 8 devices → TP2 on 2 × 1 CPU "nodes", one tiny DeepSeek-V3 worker each). About 65-95 s on 2
@@ -29,7 +29,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = "qwen3_235b_tp16_2nodes"
-#: The rehearsal arguments of ``tests/e2e/test_rehearsal.py`` (a 4-prompt workload, short prompts and answers).
+#: The rehearsal arguments of ``tests/engine/test_rehearsal.py`` (a 4-prompt workload, short prompts and answers).
 ARGS = [f"+recipe={RECIPE}", "run.mode=rehearse", "workload.num_prompts=4", "workload.max_concurrency=4",
         "workload.random_input_len=64", "workload.random_output_len=16"]
 #: vLLM 0.32.0's line on node 1 (``vllm/entrypoints/cli/serve.py``, the headless node of a ``--nnodes`` run).

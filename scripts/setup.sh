@@ -33,7 +33,7 @@ $PIP uninstall -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 # installed: with `mooncake-transfer-engine-non-cuda` (and Debian's libibverbs1 librdmacm1) it imports, but it dies on
 # the CPU platform at worker start (docs/pd.md, "Rehearsing a PD plan").
 
-# Headless Chromium for tests/e2e/test_mlflow_ui.py (optional for users; never fails the set-up).
+# Headless Chromium for tests/engine/test_mlflow_ui.py (optional for users; never fails the set-up).
 bash scripts/install_browser.sh
 
 # Check: the engine, the tokenizer stack and the model package import.

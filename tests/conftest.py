@@ -20,14 +20,18 @@ CLI_TIER = REPO / "tests" / "cli"
 if (REPO / ".venv-msmodelslim" / "bin" / "python").exists():
     os.environ.setdefault("ASCENDFLOW_MSMODELSLIM_PYTHON", str(REPO / ".venv-msmodelslim" / "bin" / "python"))
 
-#: Engine tests run in two lanes under ``pytest -n 2 --dist loadgroup`` (``.ci/run``), each an xdist group, one
-#: engine test after another within a lane: lane ``engine`` (queued first, on one worker from the start) holds the
-#: files whose engines use fixed ports (rehearsal's --master-port 29501 and --data-parallel-rpc-port 13389, PD's KV
-#: ports, Ray's GCS port 6379) and the heaviest single files; lane ``engine_late`` (queued last) is taken by the other
-#: worker once it has run the unit and CLI tiers. The lanes were balanced on the CI log of 2026-12-03 (per-test
-#: durations); serialising every engine test on one worker left the other idle for most of the suite.
-EARLY_LANE = frozenset({"test_rehearsal.py", "test_rehearsal_pd.py", "test_cluster_sweeps.py", "test_orphans.py",
-                        "test_report.py", "test_profile_run.py", "test_serve_checkpoint.py", "test_tiny_deepseek.py"})
+ENGINE_TIER = REPO / "tests" / "engine"
+#: Engine tests (every test under ``tests/engine/``, :data:`ENGINE_TIER`) run in two lanes under ``pytest -n 2
+#: --dist loadgroup`` (``.ci/run``), each an xdist group, one engine test after another within a lane: lane ``engine``
+#: (queued first, on one worker from the start) holds the files whose engines use fixed ports (rehearsal's
+#: --master-port 29501 and --data-parallel-rpc-port 13389, PD's KV ports, Ray's GCS port 6379) and the heaviest single
+#: files; lane ``engine_late`` (queued last) is taken by the other worker once it has run the unit and CLI tiers. The
+#: lanes were balanced on the CI log of 2026-12-03 (per-test durations); serialising every engine test on one worker
+#: left the other idle for most of the suite. Paths are relative to ``tests/engine/``
+#: (``tests/test_engine_marker.py`` checks that each exists).
+EARLY_LANE = frozenset({"test_rehearsal.py", "test_rehearsal_pd.py", "test_cluster_sweeps.py", "faults/test_orphans.py",
+                        "precision/test_report.py", "profiling/test_profile_run.py",
+                        "vllm_plugin/test_serve_checkpoint.py", "test_tiny_deepseek.py"})
 # Two engines at once must not share one core: vLLM's CPU worker binds its OpenMP threads to the last core of the NUMA
 # node under VLLM_CPU_OMP_THREADS_BIND=auto (vllm/utils/ompmultiprocessing.py, _get_autobind_cpu_ids), the same core
 # for every engine. Under xdist the lanes' engines are left to the OS scheduler instead.
@@ -117,29 +121,45 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
+def tier(path: Path, markers: set[str]) -> str:
+    """The tier of a test in file ``path`` carrying ``markers``: ``engine`` under ``tests/engine/``, ``cli`` under
+    ``tests/cli/``, else ``unit``.
+
+    Raises:
+        pytest.UsageError: a test marked ``engine`` or ``e2e`` outside ``tests/engine/`` (``-m "not engine"`` and
+            ``--ignore=tests/engine`` must select the same tests).
+    """
+    if ENGINE_TIER in path.parents:
+        return "engine"
+    if markers & {"engine", "e2e"}:
+        raise pytest.UsageError(f"{path.relative_to(REPO)}: marked engine outside tests/engine/: an engine test "
+                                f"lives in tests/engine/ (the folder marks it); move the file there, or split off "
+                                f"its engine tests")
+    return "cli" if CLI_TIER in path.parents else "unit"
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads xdist_group to suffix the node ids
 def pytest_collection_modifyitems(config, items):
-    """``engine`` and its older alias ``e2e`` mark the same tests: each is added wherever the other is. Engine tests
-    go into one of two ``xdist_group`` lanes (:data:`EARLY_LANE`): under ``pytest -n 2 --dist loadgroup``
-    (``.ci/run``) each lane runs its engine tests one after another on one worker, so at most two engines run at once
-    and never two with the same fixed ports; lane ``engine`` is queued first, the unit and CLI tiers next, lane
-    ``engine_late`` last. Engine-tier tests marked ``no_vllm`` (tracking servers, the MLflow UI, plan-mode cluster
-    sweeps: no vLLM engine, nothing timed) stay out of the lanes. Tests under ``tests/cli/`` get the ``cli`` marker,
-    the rest that is not ``engine`` the ``unit`` marker."""
+    """The folder is the tier (:func:`tier`): every test under ``tests/engine/`` gets the ``engine`` marker and its
+    older alias ``e2e``, every test under ``tests/cli/`` the ``cli`` marker, the rest the ``unit`` marker; an
+    engine-marked test elsewhere stops the run at collection. Engine tests go into one of two ``xdist_group`` lanes
+    (:data:`EARLY_LANE`): under ``pytest -n 2 --dist loadgroup`` (``.ci/run``) each lane runs its engine tests one
+    after another on one worker, so at most two engines run at once and never two with the same fixed ports; lane
+    ``engine`` is queued first, the unit and CLI tiers next, lane ``engine_late`` last. Engine-tier tests marked
+    ``no_vllm`` (tracking servers, the MLflow UI, plan-mode cluster sweeps: no vLLM engine, nothing timed) stay out
+    of the lanes."""
     for item in items:
+        path = Path(str(item.fspath))
         names = {m.name for m in item.iter_markers()}
-        if "engine" in names and "e2e" not in names:
-            item.add_marker(pytest.mark.e2e)
-        elif "e2e" in names and "engine" not in names:
-            item.add_marker(pytest.mark.engine)
-        if names & {"engine", "e2e"}:
+        kind = tier(path, names)
+        if kind == "engine":
+            for name in {"engine", "e2e"} - names:
+                item.add_marker(getattr(pytest.mark, name))
             if "no_vllm" not in names:
-                lane = "engine" if Path(str(item.fspath)).name in EARLY_LANE else "engine_late"
+                lane = "engine" if path.relative_to(ENGINE_TIER).as_posix() in EARLY_LANE else "engine_late"
                 item.add_marker(pytest.mark.xdist_group(lane))
-        elif CLI_TIER in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.cli)
         else:
-            item.add_marker(pytest.mark.unit)
+            item.add_marker(getattr(pytest.mark, kind))
     if hasattr(config, "workerinput"):  # an xdist worker (its collection is the queue): ``engine`` first, ``engine_late`` last
         items[:] = sorted(items, key=_queue_position)
 

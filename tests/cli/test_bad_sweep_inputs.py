@@ -1,5 +1,5 @@
 """Capacity searches and ``slo.measure_top`` used wrongly are refused in one line, exit 2, before anything starts
-(the search and the pruning themselves, on the real engine, are ``tests/e2e/test_capacity.py``). Sweeps (``-m``) are
+(the search and the pruning themselves, on the real engine, are ``tests/engine/test_capacity.py``). Sweeps (``-m``) are
 real ``python -m ascendflow`` processes (the sweep callback refuses them); single runs run in-process."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from tests.cli.inprocess import run_in_process
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import mlflow_runs
+from tests.helpers import mlflow_runs
 
 
 def _run(args: list[str], cwd, uri: str):
@@ -53,7 +53,7 @@ def test_bad_measure_top_is_one_line_and_starts_nothing(tmp_path, mlflow_uri, ar
      "(a swept value no job could use: fix or drop it; nothing was run)"),
 ])
 def test_bad_capacity_input_is_one_line_and_starts_nothing(tmp_path, mlflow_uri, args, line):
-    # Moved from tests/e2e/test_capacity.py (issue 24 item 4): nothing here starts an engine.
+    # Moved from tests/engine/test_capacity.py (issue 24 item 4): nothing here starts an engine.
     proc = _run(args, tmp_path, mlflow_uri)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1].startswith(line), proc.stderr[-1000:]

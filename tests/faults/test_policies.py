@@ -17,7 +17,7 @@ from ascendflow.secret_logging import mask_log_records, override_secrets
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking import TrackedRun
 from ascendflow.tracking.objective import objective
-from tests.e2e.helpers import mlflow_runs
+from tests.helpers import mlflow_runs
 
 SEVEN_OF_EIGHT = {"benchmark": {"completed": 7, "failed": 1, "output_throughput": 80.0}}
 

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import mlflow_runs, read_json, single_run_dir
+from tests.helpers import mlflow_runs, read_json, single_run_dir
 
 TOKEN = "hf_S3cretTokenValue_0123456789"
 MARKED = "plain-looking-but-marked-secret"

@@ -23,7 +23,7 @@ def test_a_non_root_user_without_chromium_gets_a_note_and_exit_0():
     assert proc.returncode == 0
     assert proc.stderr == ("setup: note: chromium not installed and this user cannot run apt-get (not root, no "
                            "password-less sudo); skipped. Optional: 'sudo apt-get install chromium' enables "
-                           "tests/e2e/test_mlflow_ui.py\n")
+                           "tests/engine/test_mlflow_ui.py\n")
 
 
 def _run(bin_dir: Path) -> subprocess.CompletedProcess:

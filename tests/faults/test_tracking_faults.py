@@ -1,6 +1,7 @@
-"""The tracking store and sweeps under faults, with real processes and real MLflow stores: a SIGKILLed runner's
-RUNNING run, SIGTERM/Ctrl-C to a sweep, Optuna on plan-only jobs, a deleted experiment, three processes opening a
-new SQLite store at once, an unwritable artifact location."""
+"""The tracking store and sweeps under faults, with real processes and real MLflow stores: SIGTERM/Ctrl-C to a
+sweep, Optuna on plan-only jobs, a deleted experiment, three processes opening a new SQLite store at once, an
+unwritable artifact location. A SIGKILLed runner's RUNNING run (a served run) is
+``tests/engine/faults/test_stale_run.py``."""
 
 from __future__ import annotations
 
@@ -10,10 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import run_ascendflow
-from tests.e2e.helpers import artifact_paths, descendants, mlflow_runs, single_run_dir, still_alive, wait_for
+from tests.conftest import REPO, run_ascendflow
+from tests.helpers import artifact_paths, mlflow_runs, single_run_dir, wait_for
 
 PLAN_SWEEP = ["-m", "+recipe=glob(*)", "engine.seed=0,1,2", "run.mode=plan"]
 
@@ -23,40 +22,6 @@ def _popen(args: list[str], cwd: Path, uri: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=cwd,
                             env={**env, "MLFLOW_TRACKING_URI": uri}, text=True,
                             stdout=open(cwd / "stdout.txt", "w"), stderr=subprocess.PIPE)
-
-
-def _running(uri: str) -> list:
-    try:
-        return [r for r in mlflow_runs(uri) if r.info.status == "RUNNING"]
-    except Exception:  # the store is being created by the runner
-        return []
-
-
-@pytest.mark.engine
-def test_a_sigkilled_runner_s_run_is_ended_failed_at_the_next_start(tmp_path, mlflow_uri):
-    from ascendflow.tracking.store import open_client
-
-    open_client(mlflow_uri)  # the store exists before this test polls it
-    proc = _popen(["run.mode=serve"], tmp_path, mlflow_uri)
-    try:
-        (stale,) = wait_for(lambda: _running(mlflow_uri), 120, "the RUNNING run", poll_s=0.2)
-        tree = descendants(proc.pid)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert stale.data.tags["ascendflow.pid"] == str(proc.pid)
-    assert stale.data.tags["ascendflow.host"] == os.uname().nodename
-    wait_for(lambda: not still_alive(tree), 60, "the killed runner's children to stop", poll_s=0.2)
-    nxt = run_ascendflow(["run.mode=plan"], cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_uri})
-    assert nxt.returncode == 0, nxt.stderr[-2000:]
-    runs = {r.info.run_id: r for r in mlflow_runs(mlflow_uri)}
-    ended = runs[stale.info.run_id]
-    assert ended.info.status == "FAILED"
-    assert ended.data.tags["ascendflow.stale"] == (f"runner process {proc.pid} on {os.uname().nodename} is gone "
-                                                   f"(killed?); ended at the next start")
-    assert sorted(r.info.status for r in runs.values()) == ["FAILED", "FINISHED"]
 
 
 def _interrupt_sweep(tmp_path: Path, uri: str, sig: int) -> tuple[int, str]:
@@ -83,7 +48,7 @@ def test_sigterm_and_ctrl_c_between_jobs_end_the_sweep_killed(tmp_path, mlflow_u
         assert "interrupted" in err and "Traceback" not in err
         runs = mlflow_runs(uri)
         jobs = len(list(work.glob("outputs/multirun/*/*/[0-9]*")))
-        total = len(list((Path(__file__).resolve().parents[2] / "recipes" / "recipe").glob("*.yaml"))) * 3
+        total = len(list((REPO / "recipes" / "recipe").glob("*.yaml"))) * 3
         assert 1 <= jobs < total  # the sweep stopped part-way
         assert [r.info.status for r in runs if r.info.status == "RUNNING"] == []
         parent = [r for r in runs if r.data.tags.get("ascendflow.sweep") == "parent"]

@@ -1,9 +1,16 @@
-"""Checkpoints derived for the precision tests: corrupted scales, a different tokenizer."""
+"""For the precision tests: checkpoints derived from the real ones (corrupted scales, a different tokenizer) and
+``python -m ascendflow.precision`` as a subprocess."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+from tests.conftest import REPO
+from tests.helpers import plugin_path
 
 #: The corruption: every down_proj's per-channel weight_scale multiplied by this (a broken export).
 SCALE_FACTOR = 4.0
@@ -41,3 +48,16 @@ def other_tokenizer(source: Path, dest: Path) -> Path:
                                 "special": True})
     (dest / "tokenizer.json").write_text(json.dumps(tok))
     return dest
+
+
+def run_precision(args: list[str], cwd: Path, mlflow_uri: str | None = None,
+                  cache: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m ascendflow.precision ARGS`` in ``cwd`` (MLflow at ``mlflow_uri``, else tracking off; the
+    reference cache in ``cache``, else the default)."""
+    tracking = [f"tracking.tracking_uri={mlflow_uri}"] if mlflow_uri else ["tracking=none"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    if cache is not None:
+        env["ASCENDFLOW_PRECISION_CACHE"] = str(cache)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *plugin_path(cwd)])
+    return subprocess.run([sys.executable, "-m", "ascendflow.precision", *args, *tracking], cwd=cwd, env=env,
+                          text=True, capture_output=True, timeout=1500)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.precision.helpers import other_tokenizer
-from tests.precision.test_report import run_precision
+from tests.precision.helpers import other_tokenizer, run_precision
 
 
 def test_reference_with_another_tokenizer_is_refused(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import artifact_paths, mlflow_runs, read_json, single_run_dir
+from tests.helpers import artifact_paths, mlflow_runs, read_json, single_run_dir
 
 
 def test_bad_input_ends_the_mlflow_run_failed_with_its_logs(tmp_path, mlflow_uri):

@@ -1,5 +1,5 @@
 """The words and the log filter for a tracking server that stops answering (issue 25 row 12); the real server
-stopped mid-run is ``tests/faults/test_store_outage.py``."""
+stopped mid-run is ``tests/engine/faults/test_store_outage.py``."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from ascendflow.job_inputs import job_inputs, layout_name
 from ascendflow.schema.parallel import ParallelSpec
 from ascendflow.tracking.run_dir import set_aside_earlier_outputs
 from tests.conftest import CONF, run_ascendflow
-from tests.e2e.helpers import artifact_paths, mlflow_runs
+from tests.helpers import artifact_paths, mlflow_runs
 
 HYDRA = {".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml", "__main__.log"}
 BAD = ["run.mode=plan", "engine.max_num_seqs=0"]  # refused by the schema: exit 2, the run FAILED

@@ -15,11 +15,11 @@ layers all keep the same full-length KV this reduces to the classic formulas
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
-from typing import Literal
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
-from ascendflow.compiler.memory.kv_layout import KVManagerRules, plan_kv_layout
+from ascendflow.compiler.memory.kv_layout import KVGrouping, KVManagerRules, group_kv_layout
 from ascendflow.compiler.memory.kv_specs import LayerKV, layer_kv_specs
 from ascendflow.compiler.plan import KVCachePlan
 from ascendflow.schema.architecture import ModelArchitecture
@@ -43,10 +43,46 @@ def kv_bytes_per_token_per_layer(arch: ModelArchitecture, tensor_parallel_size: 
     return 2 * kv_heads_per_rank * arch.attention_head_dim * dtype_bytes
 
 
-def kv_cache_plan(
+@dataclass(frozen=True)
+class KVCacheLayout:
+    """One device's KV grouping (no budget in it) and what its :class:`KVCachePlan` records beside the figures.
+
+    Attributes:
+        grouping: block size, groups, pages and blocks per request (:class:`KVGrouping`).
+        attention: ``mla``, ``hybrid`` (sliding / chunked / Mamba layers) or ``mha``.
+        dtype: KV storage dtype.
+    """
+
+    grouping: KVGrouping
+    attention: str
+    dtype: str
+
+    def plan(self, kv_cache_bytes: int) -> KVCachePlan:
+        """The :class:`KVCachePlan` for a KV budget of ``kv_cache_bytes`` (may be negative: then 0 blocks and
+        ``fits`` false): the same groups whatever the budget, so a scaled budget is sized without regrouping."""
+        layout = self.grouping.sized(kv_cache_bytes)
+        return KVCachePlan(
+            block_size=layout.block_size,
+            bytes_per_token=layout.bytes_per_block // layout.block_size,
+            num_blocks=layout.num_blocks,
+            tokens=layout.tokens,
+            max_concurrency=round(layout.max_concurrency, 4),
+            attention=self.attention,
+            dtype=self.dtype,
+            groups=[{**asdict(g), "layers": list(g.layers)} for g in layout.groups],
+            bytes_per_block=layout.bytes_per_block,
+            blocks_per_request=layout.blocks_per_request,
+            fits=layout.fits,
+            needed_bytes=layout.needed_bytes,
+            estimated_max_model_len=layout.estimated_max_model_len,
+            mamba_page_bytes=layout.mamba_page_padded,
+            max_num_batched_tokens=self.grouping.rules.max_num_batched_tokens,
+        )
+
+
+def kv_cache_layout(
     arch: ModelArchitecture,
     *,
-    kv_cache_bytes: int,
     layers_on_device: int,
     tensor_parallel_size: int,
     kv_dtype: str,
@@ -63,12 +99,12 @@ def kv_cache_plan(
     stage_layers: Sequence[int] | None = None,
     extra_specs: Sequence[LayerKV] = (),
     num_speculative_tokens: int = 0,
-) -> KVCachePlan:
-    """Blocks, tokens, max concurrency and vLLM's start-up check for a KV budget on one device.
+) -> KVCacheLayout:
+    """The KV layout of one device before any budget: its groups, pages and blocks per request
+    (:class:`KVCacheLayout`; :meth:`KVCacheLayout.plan` sizes it for a budget).
 
     Args:
         arch: model architecture.
-        kv_cache_bytes: KV budget of the device in bytes (may be negative: then 0 blocks and ``fits`` false).
         layers_on_device: decoder layers held by the device (its PP stage): the first ones unless
             ``stage_layers`` names them.
         tensor_parallel_size: TP degree.
@@ -91,10 +127,6 @@ def kv_cache_plan(
             registers the draft's attention layers; ``get_kv_cache_spec`` collects them with the target's).
         num_speculative_tokens: draft tokens per step (extra Mamba / Gated-DeltaNet conv-state rows).
 
-    Returns:
-        The :class:`KVCachePlan`; ``tokens`` / ``max_concurrency`` are what vLLM logs as ``KV cache size: N tokens,
-        Maximum concurrency ...: Xx``; ``fits`` is its start-up check for one request.
-
     Raises:
         ValueError: the model has no layer with a KV cache.
     """
@@ -106,26 +138,28 @@ def kv_cache_plan(
                              mamba_ssm_cache_dtype=mamba_ssm_cache_dtype,
                              num_speculative_tokens=num_speculative_tokens), *extra_specs]
     stage = list(stage_layers) if stage_layers is not None else list(range(layers_on_device))
-    layout = plan_kv_layout(specs, kv_cache_bytes=kv_cache_bytes, max_model_len=max_model_len, rules=rules,
-                            stage_layers=stage)
-    return KVCachePlan(
-        block_size=layout.block_size,
-        bytes_per_token=layout.bytes_per_block // layout.block_size,
-        num_blocks=layout.num_blocks,
-        tokens=layout.tokens,
-        max_concurrency=round(layout.max_concurrency, 4),
-        attention="mla" if arch.is_mla else (
-            "hybrid" if {g.kind for g in layout.groups} - {"full"} else "mha"),  # sliding/chunked/Mamba layers
-        dtype=kv_dtype,
-        groups=[{**asdict(g), "layers": list(g.layers)} for g in layout.groups],
-        bytes_per_block=layout.bytes_per_block,
-        blocks_per_request=layout.blocks_per_request,
-        fits=layout.fits,
-        needed_bytes=layout.needed_bytes,
-        estimated_max_model_len=layout.estimated_max_model_len,
-        mamba_page_bytes=layout.mamba_page_padded,
-        max_num_batched_tokens=max_num_batched_tokens,
-    )
+    grouping = group_kv_layout(specs, max_model_len=max_model_len, rules=rules, stage_layers=stage)
+    attention = "mla" if arch.is_mla else (
+        "hybrid" if {g.kind for g in grouping.groups} - {"full"} else "mha")  # sliding/chunked/Mamba layers
+    return KVCacheLayout(grouping, attention, kv_dtype)
+
+
+def kv_cache_plan(arch: ModelArchitecture, *, kv_cache_bytes: int, **layout: Any) -> KVCachePlan:
+    """Blocks, tokens, max concurrency and vLLM's start-up check for a KV budget on one device:
+    :func:`kv_cache_layout` (``layout``: its keyword arguments), sized for ``kv_cache_bytes``.
+
+    Args:
+        arch: model architecture.
+        kv_cache_bytes: KV budget of the device in bytes (may be negative: then 0 blocks and ``fits`` false).
+
+    Returns:
+        The :class:`KVCachePlan`; ``tokens`` / ``max_concurrency`` are what vLLM logs as ``KV cache size: N tokens,
+        Maximum concurrency ...: Xx``; ``fits`` is its start-up check for one request.
+
+    Raises:
+        ValueError: the model has no layer with a KV cache.
+    """
+    return kv_cache_layout(arch, **layout).plan(kv_cache_bytes)
 
 
 def multi_group_scaled_bytes(kv_cache_bytes: int, groups: Sequence[dict]) -> int:

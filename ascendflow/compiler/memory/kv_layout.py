@@ -276,6 +276,94 @@ def _blocks_for(spec: _Spec, max_model_len: int, rules: KVManagerRules) -> int:
     return _cdiv(max_model_len, bs)  # FullAttentionSpec / MLAAttentionSpec
 
 
+@dataclass(frozen=True)
+class KVGrouping:
+    """The part of one device's KV layout that no budget changes (steps 1-3, 5 and step 4's bytes per block, in the
+    module docstring): the block size, the groups and their pages, the blocks one request needs. :meth:`sized` adds
+    the budget (step 4's blocks, step 6), so a budget scaled by the groups (vllm-ascend's multi-group scaling) reuses
+    the grouping.
+
+    Attributes:
+        block_size: attention block size after the hybrid rule, tokens.
+        groups: the KV cache groups, projected onto the device's PP stage.
+        bytes_per_block: bytes one pool block takes (largest group's summed pages).
+        blocks_per_request: blocks one ``max_model_len`` request needs, over all groups.
+        max_model_len: context length in tokens.
+        rules: the engine settings the grouping was planned with.
+        group_specs: one spec per whole-model group (for the blocks a shorter request needs).
+        mamba_page_padded: Mamba page bytes after padding (``None`` without Mamba layers).
+    """
+
+    block_size: int
+    groups: tuple[KVGroup, ...]
+    bytes_per_block: int
+    blocks_per_request: int
+    max_model_len: int
+    rules: KVManagerRules
+    group_specs: tuple[_Spec, ...]
+    mamba_page_padded: int | None
+
+    def per_request(self, length: int) -> int:
+        """Blocks one request of ``length`` tokens needs, over all groups."""
+        return sum(_blocks_for(s, length, self.rules) for s in self.group_specs)
+
+    def sized(self, kv_cache_bytes: int) -> KVLayout:
+        """The pool and capacity for a KV budget of ``kv_cache_bytes`` (may be negative: then 0 blocks)."""
+        rules, max_model_len, bytes_per_block = self.rules, self.max_model_len, self.bytes_per_block
+        num_blocks = max(0, kv_cache_bytes) // bytes_per_block
+        max_concurrency = num_blocks / self.blocks_per_request
+        if rules.logged_tokens == "blocks_per_group":
+            tokens = num_blocks // len(self.groups) * self.block_size
+        else:
+            tokens = int(max_concurrency * max_model_len)
+        check = kv_cache_bytes - (bytes_per_block if rules.reserve_null_block else 0)
+        needed = bytes_per_block * self.blocks_per_request
+        fits = check > 0 and needed <= check
+        estimate = None
+        if not fits:
+            estimate = _estimate_max_len(check, bytes_per_block, self.per_request, max_model_len)
+        return KVLayout(block_size=self.block_size, groups=self.groups, bytes_per_block=bytes_per_block,
+                        num_blocks=num_blocks, blocks_per_request=self.blocks_per_request,
+                        max_concurrency=max_concurrency, tokens=tokens, fits=fits, needed_bytes=needed,
+                        estimated_max_model_len=estimate, mamba_page_padded=self.mamba_page_padded)
+
+
+def group_kv_layout(
+    specs: Sequence[LayerKV | None],
+    *,
+    max_model_len: int,
+    rules: KVManagerRules,
+    stage_layers: Sequence[int] | None = None,
+) -> KVGrouping:
+    """Group the KV layers of one device as vLLM's KV cache manager does, before any budget (see
+    :func:`plan_kv_layout` for the arguments).
+
+    Raises:
+        ValueError: a model with no KV at all, or an MLA page vLLM cannot unify.
+    """
+    layer_specs, block, mamba_page = _initial_specs(specs, rules)
+    if not layer_specs:
+        raise ValueError("the model has no layer with a KV cache")
+    if rules.disable_hybrid_kv_cache_manager:
+        layer_specs = _promote(layer_specs)
+    raw = _group(layer_specs)
+    own = set(stage_layers) if stage_layers is not None else set(layer_specs)
+
+    def page_of(layer: int, grp_spec: _Spec) -> int:
+        # a single uniform-type group keeps each layer's own page
+        return layer_specs[layer].page if len(raw) == 1 else grp_spec.page
+
+    groups = []
+    for spec, layers in raw:
+        mine = tuple(i for i in layers if i in own)
+        groups.append(KVGroup(spec.kind, mine, spec.block_size, sum(page_of(i, spec) for i in mine), spec.window,
+                              _blocks_for(spec, max_model_len, rules)))
+    return KVGrouping(block_size=block, groups=tuple(groups), bytes_per_block=max(g.page_bytes for g in groups),
+                      blocks_per_request=sum(_blocks_for(s, max_model_len, rules) for s, _ in raw),
+                      max_model_len=max_model_len, rules=rules, group_specs=tuple(s for s, _ in raw),
+                      mamba_page_padded=mamba_page)
+
+
 def plan_kv_layout(
     specs: Sequence[LayerKV | None],
     *,
@@ -284,7 +372,8 @@ def plan_kv_layout(
     rules: KVManagerRules,
     stage_layers: Sequence[int] | None = None,
 ) -> KVLayout:
-    """Plan the KV pool of one device as vLLM's KV cache manager does (see the module docstring).
+    """Plan the KV pool of one device as vLLM's KV cache manager does (see the module docstring):
+    :func:`group_kv_layout`, then :meth:`KVGrouping.sized`.
 
     Args:
         specs: one spec per decoder layer of the whole model (``None``: shares another layer's KV).
@@ -300,43 +389,8 @@ def plan_kv_layout(
     Raises:
         ValueError: a model with no KV at all, or an MLA page vLLM cannot unify.
     """
-    layer_specs, block, mamba_page = _initial_specs(specs, rules)
-    if not layer_specs:
-        raise ValueError("the model has no layer with a KV cache")
-    if rules.disable_hybrid_kv_cache_manager:
-        layer_specs = _promote(layer_specs)
-    raw = _group(layer_specs)
-    own = set(stage_layers) if stage_layers is not None else set(layer_specs)
-
-    def per_request(length: int) -> int:
-        return sum(_blocks_for(s, length, rules) for s, _ in raw)
-
-    def page_of(layer: int, grp_spec: _Spec) -> int:
-        # a single uniform-type group keeps each layer's own page
-        return layer_specs[layer].page if len(raw) == 1 else grp_spec.page
-
-    groups = []
-    for spec, layers in raw:
-        mine = tuple(i for i in layers if i in own)
-        groups.append(KVGroup(spec.kind, mine, spec.block_size, sum(page_of(i, spec) for i in mine), spec.window,
-                              _blocks_for(spec, max_model_len, rules)))
-    bytes_per_block = max(g.page_bytes for g in groups)
-    num_blocks = max(0, kv_cache_bytes) // bytes_per_block
-    need_blocks = per_request(max_model_len)
-    max_concurrency = num_blocks / need_blocks
-    if rules.logged_tokens == "blocks_per_group":
-        tokens = num_blocks // len(groups) * block
-    else:
-        tokens = int(max_concurrency * max_model_len)
-    check = kv_cache_bytes - (bytes_per_block if rules.reserve_null_block else 0)
-    needed = bytes_per_block * need_blocks
-    fits = check > 0 and needed <= check
-    estimate = None
-    if not fits:
-        estimate = _estimate_max_len(check, bytes_per_block, per_request, max_model_len)
-    return KVLayout(block_size=block, groups=tuple(groups), bytes_per_block=bytes_per_block, num_blocks=num_blocks,
-                    blocks_per_request=need_blocks, max_concurrency=max_concurrency, tokens=tokens, fits=fits,
-                    needed_bytes=needed, estimated_max_model_len=estimate, mamba_page_padded=mamba_page)
+    grouping = group_kv_layout(specs, max_model_len=max_model_len, rules=rules, stage_layers=stage_layers)
+    return grouping.sized(kv_cache_bytes)
 
 
 def _estimate_max_len(check: int, bytes_per_block: int, per_request, max_model_len: int) -> int:

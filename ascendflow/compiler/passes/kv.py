@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ascendflow.compiler.memory.kv_budget import kv_cache_plan, multi_group_scaled_bytes
+from ascendflow.compiler.memory.kv_budget import kv_cache_layout, multi_group_scaled_bytes
 from ascendflow.compiler.memory.kv_specs import LayerKV, layer_kv_specs
 from ascendflow.compiler.passes.inputs import EngineInputs
 from ascendflow.compiler.passes.memory import MemoryPass
@@ -87,7 +87,7 @@ def script_block_size(spec: RunSpec, limits_block: int, kv_block: int) -> int:
 
 
 def _kv_settings(spec: RunSpec, rules: EngineRules, inputs: EngineInputs, ssm_dtype: str) -> dict[str, Any]:
-    """:func:`~ascendflow.compiler.memory.kv_budget.kv_cache_plan` arguments shared by every stage."""
+    """:func:`~ascendflow.compiler.memory.kv_budget.kv_cache_layout` arguments shared by every stage."""
     hw, par, limits = spec.hardware, spec.parallel, inputs.limits
     return dict(tensor_parallel_size=par.tensor_parallel_size, kv_dtype=inputs.kv_dtype,
                 block_size=limits.block_size, max_model_len=limits.max_model_len,
@@ -109,7 +109,7 @@ def kv_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inputs: 
     The draft's layers (MTP or a separate EAGLE draft: :func:`draft_kv_specs`; last stage, indices
     ``num_hidden_layers + i``) cache KV in the same pool (vLLM ``kv_cache_utils``: grouped with the target's). Where
     the release scales the budget by the largest KV group's share (``EngineRules.kv_multi_group_scaling``, not with
-    an explicit budget), the stage's KV cache is planned again with the scaled budget.
+    an explicit budget), the stage's groups (which no budget changes) are sized again for the scaled budget.
 
     Returns:
         The :class:`KVPass`, and warnings: float32 Mamba states on an AVX512-BF16 host, the multi-group scaling.
@@ -125,8 +125,8 @@ def kv_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inputs: 
         kv_layers = [*stage.layers, *range(arch.num_hidden_layers, arch.num_hidden_layers + len(extra))]
         settings["extra_specs"] = extra
         budget = stage.memory.kv_cache_bytes
-        kv = kv_cache_plan(arch, kv_cache_bytes=budget, layers_on_device=len(kv_layers), stage_layers=kv_layers,
-                           **settings)
+        layout = kv_cache_layout(arch, layers_on_device=len(kv_layers), stage_layers=kv_layers, **settings)
+        kv = layout.plan(budget)
         notes = []
         if kv.mamba_page_bytes is not None and ssm_dtype == "float32":
             notes.append(f"{hw.software} stores the Mamba SSM state in float32 on an AVX512-BF16 host "
@@ -139,8 +139,7 @@ def kv_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inputs: 
                          f"bytes (× {scaled / budget:.4f} with {len(kv.groups)} groups, worker.py "
                          f"_scale_kv_cache_memory_for_multi_group); engine.kv_cache_memory_bytes skips it")
             budget = scaled
-            kv = kv_cache_plan(arch, kv_cache_bytes=budget, layers_on_device=len(kv_layers),
-                               stage_layers=kv_layers, **settings)
+            kv = layout.plan(budget)  # the same groups: only the pool and capacity follow the budget
         warnings += [n for n in notes if n not in warnings]
         memory = stage.memory.model_copy(update={"kv_cache_bytes": budget})
         stage_plans.append(StagePlan(stage=stage.index, first_layer=stage.layers.start, num_layers=len(stage.layers),

@@ -11,12 +11,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pytest
-
 from ascendflow.runner.server import free_port
-from tests.e2e.helpers import artifact_paths, descendants, mlflow_runs, read_json, still_alive
-
-pytestmark = pytest.mark.e2e
+from tests.helpers import artifact_paths, descendants, mlflow_runs, read_json, still_alive
 
 
 class TrackingServer:

@@ -11,9 +11,8 @@ import pytest
 
 from ascendflow.search.pick import spearman
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import artifact_paths, leftover_engine_processes, mlflow_runs, read_json, single_run_dir
+from tests.helpers import artifact_paths, leftover_engine_processes, mlflow_runs, read_json, single_run_dir
 
-pytestmark = pytest.mark.engine
 
 ARGS = ["run.mode=search", "workload=random", "workload.random_input_len=64", "workload.random_output_len=32",
         "workload.num_prompts=8", "search.max_num_seqs=[2,16]", "search.max_num_batched_tokens=[2048]",

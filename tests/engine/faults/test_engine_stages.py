@@ -13,9 +13,8 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
-from tests.e2e.helpers import (
+from tests.helpers import (
     artifact_paths,
     descendants,
     engine_core_pids,
@@ -25,8 +24,6 @@ from tests.e2e.helpers import (
     still_alive,
     wait_for,
 )
-
-pytestmark = pytest.mark.e2e
 
 
 def _start(args: list[str], cwd: Path, uri: str) -> subprocess.Popen:

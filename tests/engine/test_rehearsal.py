@@ -13,12 +13,10 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import artifact_paths, descendants, leftover_engine_processes, mlflow_runs, read_json
+from tests.helpers import artifact_paths, descendants, leftover_engine_processes, mlflow_runs, read_json
 
-pytestmark = pytest.mark.e2e
 
 #: The deepseek_r1 recipe (TP8 × DP2 over two A3 nodes, one DP rank per node) with a 4-prompt workload.
 DP_ARGS = ["+recipe=deepseek_r1", "run.mode=rehearse", "workload.num_prompts=4", "workload.max_concurrency=4",

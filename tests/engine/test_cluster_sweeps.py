@@ -18,9 +18,8 @@ import pytest
 from ascendflow.schema.tracking import TrackingSpec
 from ascendflow.tracking.server import TrackingServer
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import artifact_paths, descendants, mlflow_runs
+from tests.helpers import artifact_paths, descendants, mlflow_runs
 
-pytestmark = pytest.mark.e2e
 
 SWEEP = ["tracking=server", "run.mode=plan", "engine.seed=0,1"]
 

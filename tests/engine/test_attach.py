@@ -19,9 +19,8 @@ import pytest
 
 from ascendflow.runner.server import free_port, healthy
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import artifact_paths, mlflow_runs, read_json, single_run_dir
+from tests.helpers import artifact_paths, mlflow_runs, read_json, single_run_dir
 
-pytestmark = pytest.mark.e2e
 
 KEY_ENV, KEY = "ATTACH_TEST_KEY", "attach-key-7f3c9e"
 SMALL = ["workload.num_prompts=4", "workload.max_concurrency=4"]
@@ -120,7 +119,7 @@ def test_attach_capacity_search(deployment, tmp_path, mlflow_uri):
 
 
 def test_attach_capacity_an_slo_no_load_can_meet_is_recorded_not_crashed(deployment, tmp_path, mlflow_uri):
-    # Moved here from tests/e2e/test_capacity.py (issue 24 item 4): only the SLO (the client side) differs from a
+    # Moved here from tests/engine/test_capacity.py (issue 24 item 4): only the SLO (the client side) differs from a
     # plain capacity search, so the shared deployment serves it; run.mode=capacity runs the same search_capacity.
     url, _, _ = deployment
     proc = attach(url, tmp_path, mlflow_uri, "run.attach_capacity=true", "slo.max_points=3", "slo.p99_ttft_ms=1")

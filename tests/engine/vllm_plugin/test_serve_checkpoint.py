@@ -11,36 +11,19 @@ import json
 import os
 import subprocess
 import sys
-from importlib.metadata import entry_points
 from pathlib import Path
 
-import pytest
+from tests.conftest import REPO, plan_for
+from tests.helpers import plugin_path
 
-from tests.conftest import plan_for
-
-REPO = Path(__file__).resolve().parents[2]
-ENTRY = "ascendflow_msmodelslim = ascendflow.vllm_plugin:register"
-
-
-def _plugin_path(tmp_path: Path) -> list[str]:
-    if any(ep.value == "ascendflow.vllm_plugin:register" for ep in entry_points(group="vllm.general_plugins")):
-        return []
-    info = tmp_path / "site" / "ascendflow_vllm_plugin_entry-0.0.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ascendflow-vllm-plugin-entry\nVersion: 0.0.0\n")
-    (info / "entry_points.txt").write_text(f"[vllm.general_plugins]\n{ENTRY}\n")
-    return [str(tmp_path / "site")]
-
-
-@pytest.mark.e2e
 def test_w8a8_checkpoint_served_with_planned_weight_bytes(tmp_path: Path) -> None:
     from ascendflow.models.msmodelslim_w8a8 import ensure_smollm2_w8a8
 
     model_dir = ensure_smollm2_w8a8()
     _, plan = plan_for(["model=smollm2_135m_w8a8", "quantization=w8a8_dynamic_ascend"])
     assert plan.engine_args["quantization"] == "ascend"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *_plugin_path(tmp_path)])}
-    proc = subprocess.run([sys.executable, "-m", "tests.vllm_plugin.probe_engine", str(model_dir), "ascend"],
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *plugin_path(tmp_path)])}
+    proc = subprocess.run([sys.executable, "-m", "tests.engine.vllm_plugin.probe_engine", str(model_dir), "ascend"],
                           cwd=REPO, env=env, text=True, capture_output=True, timeout=900)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]

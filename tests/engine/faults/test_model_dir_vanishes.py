@@ -10,13 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from ascendflow.models.smollm2 import ensure_smollm2
 from ascendflow.runner.engine_log import failure_cause
-from tests.e2e.helpers import leftover_engine_processes, wait_for
-
-pytestmark = pytest.mark.engine
+from tests.helpers import leftover_engine_processes, wait_for
 
 
 def test_a_model_directory_removed_while_the_engine_starts_says_the_path_is_gone(tmp_path):

@@ -15,9 +15,9 @@ import psutil
 import pytest
 
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import mlflow_runs, wait_for
+from tests.helpers import mlflow_runs, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.no_vllm]  # tracking server and UI, no vLLM engine
+pytestmark = pytest.mark.no_vllm  # tracking server and UI, no vLLM engine
 
 
 def _server_processes(root: Path) -> list[str]:

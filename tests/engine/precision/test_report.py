@@ -8,17 +8,12 @@ reference cache for this session (``ASCENDFLOW_PRECISION_CACHE``): the first rep
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.precision.helpers import SCALE_FACTOR, corrupt_scales
-from tests.vllm_plugin.test_serve_checkpoint import _plugin_path
+from tests.precision.helpers import SCALE_FACTOR, corrupt_scales, run_precision
 
-REPO = Path(__file__).resolve().parents[2]
 SMALL = ["precision.num_prompts=4", "precision.max_tokens=16"]
 
 
@@ -32,19 +27,6 @@ def expected_reference_result(cache: Path) -> str:
     """What the next report's ``reference_result`` must start with: ``cache`` once a report stored the shared
     reference (every report here has the same one), else ``engine``."""
     return "cache " if list(cache.glob("*.json")) else "engine"
-
-
-def run_precision(args: list[str], cwd: Path, mlflow_uri: str | None = None,
-                  cache: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m ascendflow.precision ARGS`` in ``cwd`` (MLflow at ``mlflow_uri``, else tracking off; the
-    reference cache in ``cache``, else the default)."""
-    tracking = [f"tracking.tracking_uri={mlflow_uri}"] if mlflow_uri else ["tracking=none"]
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    if cache is not None:
-        env["ASCENDFLOW_PRECISION_CACHE"] = str(cache)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *_plugin_path(cwd)])
-    return subprocess.run([sys.executable, "-m", "ascendflow.precision", *args, *tracking], cwd=cwd, env=env,
-                          text=True, capture_output=True, timeout=1500)
 
 
 def _report(cwd: Path) -> dict:
@@ -61,7 +43,6 @@ def _mlflow_run(uri: str):
     return client, run
 
 
-@pytest.mark.e2e
 def test_bf16_against_itself_agrees_exactly(tmp_path: Path, mlflow_uri: str, reference_cache: Path) -> None:
     expected = expected_reference_result(reference_cache)
     proc = run_precision(SMALL, tmp_path, mlflow_uri, reference_cache)
@@ -87,7 +68,6 @@ def test_bf16_against_itself_agrees_exactly(tmp_path: Path, mlflow_uri: str, ref
     assert f"MLflow run {run.info.run_id} (experiment {run.info.experiment_id}); see it with:" in proc.stdout
 
 
-@pytest.mark.e2e
 def test_w8a8_against_bf16_within_thresholds(tmp_path: Path, mlflow_uri: str, reference_cache: Path) -> None:
     # Issue 16 item 5: no precision.reference.model; the checkpoint's recorded float source is the reference.
     from ascendflow.models.smollm2 import ensure_smollm2
@@ -111,7 +91,6 @@ def test_w8a8_against_bf16_within_thresholds(tmp_path: Path, mlflow_uri: str, re
     assert run.info.status == "FINISHED"
 
 
-@pytest.mark.e2e
 def test_corrupted_scales_fail_the_thresholds(tmp_path: Path, mlflow_uri: str, reference_cache: Path) -> None:
     from ascendflow.models.msmodelslim_w8a8 import ensure_smollm2_w8a8
 

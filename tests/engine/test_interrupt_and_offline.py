@@ -8,13 +8,9 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from ascendflow.calibrate.__main__ import main as calibrate_main
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import leftover_engine_processes, mlflow_runs, read_json, single_run_dir
-
-pytestmark = pytest.mark.e2e
+from tests.helpers import leftover_engine_processes, mlflow_runs, read_json, single_run_dir
 
 
 def test_ctrl_c_during_engine_start_stops_everything_and_ends_the_run_killed(tmp_path, mlflow_uri):

@@ -1,9 +1,10 @@
-"""Helpers for end-to-end runs: locate the run directory, read its MLflow run, check for leftover processes."""
+"""Helpers for runs in every tier: locate the run directory, read its MLflow run, check for leftover processes."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from importlib.metadata import entry_points
 from typing import Any
 
 import psutil
@@ -122,3 +123,19 @@ def http_status(url: str, key: str | None = None) -> int:
         return exc.code
     except (urllib.error.URLError, OSError):
         return 0
+
+
+#: The vLLM plugin entry point ``pip install -e .`` declares (pyproject.toml ``[project.entry-points]``).
+PLUGIN_ENTRY = "ascendflow_msmodelslim = ascendflow.vllm_plugin:register"
+
+
+def plugin_path(tmp_path: Path) -> list[str]:
+    """``PYTHONPATH`` entries that let vLLM find ascendflow's plugin: none where the entry point is installed, else a
+    one-line ``.dist-info`` under ``tmp_path`` declaring it (what ``pip install -e .`` writes)."""
+    if any(ep.value == "ascendflow.vllm_plugin:register" for ep in entry_points(group="vllm.general_plugins")):
+        return []
+    info = tmp_path / "site" / "ascendflow_vllm_plugin_entry-0.0.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ascendflow-vllm-plugin-entry\nVersion: 0.0.0\n")
+    (info / "entry_points.txt").write_text(f"[vllm.general_plugins]\n{PLUGIN_ENTRY}\n")
+    return [str(tmp_path / "site")]

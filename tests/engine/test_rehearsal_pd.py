@@ -11,11 +11,8 @@ import subprocess
 import sys
 import time
 
-import pytest
+from tests.helpers import descendants, leftover_engine_processes, mlflow_runs, read_json
 
-from tests.e2e.helpers import descendants, leftover_engine_processes, mlflow_runs, read_json
-
-pytestmark = pytest.mark.e2e
 
 #: 8 prompts of 160 tokens: the connector moves whole 128-token blocks of the prompt minus its last token
 #: (``example_connector.py`` ``align_to_block_size``: (160 − 1 − 1) // 128 × 128 = 128 tokens a request).

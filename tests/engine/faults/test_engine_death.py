@@ -12,10 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from ascendflow.runner.bench import progress_from_log
-from tests.e2e.helpers import (
+from tests.helpers import (
     artifact_paths,
     descendants,
     engine_core_pids,
@@ -27,7 +25,6 @@ from tests.e2e.helpers import (
     wait_for,
 )
 
-pytestmark = pytest.mark.e2e
 
 API_KEY = "sk-engine-death-test-7f3a"
 

@@ -12,11 +12,9 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
-from tests.e2e.helpers import descendants, http_status, leftover_engine_processes, still_alive
+from tests.helpers import descendants, http_status, leftover_engine_processes, still_alive
 
-pytestmark = pytest.mark.e2e
 
 #: Seconds after the runner's death within which nothing of its engine may be left: the watchdog's poll (0.25 s),
 #: SIGTERM, its grace before SIGKILL (3 s), and a loaded 2-core machine's slack.
@@ -149,8 +147,8 @@ def test_ctrl_c_to_a_ray_served_sweep_while_job_0_loads_leaves_no_engine_and_no_
     terminal sends it) while job 0's engine loads the model."""
     from ascendflow.schema.tracking import TrackingSpec
     from ascendflow.tracking.server import TrackingServer
-    from tests.e2e.helpers import mlflow_runs
-    from tests.e2e.test_cluster_sweeps import cluster_processes
+    from tests.engine.test_cluster_sweeps import cluster_processes
+    from tests.helpers import mlflow_runs
 
     before = cluster_processes(tmp_path)
     args = ["-m", "hydra/launcher=ray_local", "tracking=server", "run.mode=serve", "workload.num_prompts=4",

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import artifact_paths, leftover_engine_processes, mlflow_runs, read_json, single_run_dir
+from tests.helpers import artifact_paths, leftover_engine_processes, mlflow_runs, read_json, single_run_dir
 
-pytestmark = pytest.mark.e2e
 
 METRICS = {
     "request_throughput", "output_throughput", "total_token_throughput", "completed", "failed",

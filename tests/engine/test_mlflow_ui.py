@@ -34,9 +34,9 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from tests.conftest import REPO, run_ascendflow
-from tests.e2e.helpers import mlflow_runs
+from tests.helpers import mlflow_runs
 
-pytestmark = [pytest.mark.e2e, pytest.mark.no_vllm]  # tracking server and UI, no vLLM engine
+pytestmark = pytest.mark.no_vllm  # tracking server and UI, no vLLM engine
 
 ARTIFACTS = REPO / "outputs" / "test-artifacts"
 CHILD_NAMES = ("engine.max_num_seqs=4", "engine.max_num_seqs=16")

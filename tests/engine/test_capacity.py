@@ -1,6 +1,6 @@
 """SLO capacity search on the real engine: a three-config ``+sweep=capacity`` with ``slo.measure_top=2`` (the lowest
 prediction pruned; one engine start per measured config, load points each) with its MLflow children, load curves and
-the parent's ranking. A search whose SLO no load can meet is ``tests/e2e/test_attach.py`` (on its shared
+the parent's ranking. A search whose SLO no load can meet is ``tests/engine/test_attach.py`` (on its shared
 deployment), bad search spaces refused before anything starts ``tests/cli/test_bad_sweep_inputs.py``."""
 
 from __future__ import annotations
@@ -10,12 +10,9 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import artifact_paths, mlflow_runs, read_json
+from tests.helpers import artifact_paths, mlflow_runs, read_json
 
-pytestmark = pytest.mark.e2e
 
 SMALL = ["workload.num_prompts=8", "slo.max_points=3"]
 

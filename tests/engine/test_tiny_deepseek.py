@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from ascendflow.models.tiny_deepseek import TINY_DEEPSEEK_V3_CONFIG
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import leftover_engine_processes, mlflow_runs, read_json, single_run_dir
-
-pytestmark = pytest.mark.e2e
+from tests.helpers import leftover_engine_processes, mlflow_runs, read_json, single_run_dir
 
 
 def test_tiny_deepseek_mla_kv_prediction_matches_engine(tmp_path, mlflow_uri):

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import csv
 
-import pytest
-
 from ascendflow.compare import main as compare_main
 from tests.conftest import run_ascendflow
-from tests.e2e.helpers import artifact_paths, mlflow_runs
+from tests.helpers import artifact_paths, mlflow_runs
 
-pytestmark = pytest.mark.e2e
 
 #: A small workload: every job starts a real vLLM server and benchmarks it with vLLM's client.
 TINY = ["workload.num_prompts=4", "workload.max_output_tokens=16"]
