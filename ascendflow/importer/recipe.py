@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ascendflow.compiler.checks.extra_args import LAUNCHER_WRITTEN
 from ascendflow.importer.command import ServeCommand
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.secrets import is_secret
@@ -40,21 +41,9 @@ MAPPED: dict[str, str] = {
 #: vLLM dests the importer handles itself (model, graph, quantization, additional config, names).
 HANDLED = {"model_tag", "model", "served_model_name", "enforce_eager", "compilation_config", "quantization",
            "additional_config", "cudagraph_capture_sizes", "max_cudagraph_capture_size"}
-#: vLLM dests not carried into the recipe, with the reason (named in the recipe header and on stderr).
-NOT_CARRIED: dict[str, str] = {
-    "host": "the launcher binds 0.0.0.0 (ascendflow/compiler/launch); the address clients use is run.host",
-    "api_key": "a secret is never written into a recipe: export it and set run.api_key_env=NAME",
-    "distributed_executor_backend": "one node: vLLM's own choice (mp); ascendflow writes it for multi-node "
-                                    "launches only (parallel.distributed_executor_backend)",
-    "profiler_config": "profiling is run.profile=true (ascendflow writes its own --profiler-config)",
-    "data_parallel_rank": "the launcher writes it per DP rank", "data_parallel_size_local": "the launcher writes it",
-    "data_parallel_start_rank": "the launcher writes it per node", "headless": "the launcher writes it per node",
-    "data_parallel_address": "node 0's address: parallel.node_addresses or ASCENDFLOW_NODE0_IP at launch",
-    "data_parallel_rpc_port": "parallel.data_parallel_rpc_port (ascendflow's own port, 13389 by default)",
-    "nnodes": "parallel.nodes (one command per node)", "node_rank": "the launcher writes it per node",
-    "master_addr": "node 0's address: parallel.node_addresses or ASCENDFLOW_NODE0_IP at launch",
-    "master_port": "parallel.master_port",
-}
+#: vLLM dests not carried into the recipe, with the reason (named in the recipe header and on stderr): the launcher
+#: writes them (one table with ``engine.extra_args``' refusal, compiler/checks/extra_args.py LAUNCHER_WRITTEN).
+NOT_CARRIED: dict[str, str] = {dest: why for dest, (_, why) in LAUNCHER_WRITTEN.items()}
 #: ``compilation_config.cudagraph_mode`` -> graph option (``conf/graph``).
 GRAPH = {None: "compiled", "FULL_DECODE_ONLY": "full_decode_only", "PIECEWISE": "piecewise",
          "FULL_AND_PIECEWISE": "full_and_piecewise", "NONE": "eager"}
