@@ -25,7 +25,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -84,13 +83,17 @@ def run(argv: list[str]) -> int:
 
         baseline = read_baseline(args.baseline, args.tracking_uri)
     _quiet()
-    from ascendflow.importer.command import read_source
+    from ascendflow.importer.ci import ci_hardware
+    from ascendflow.importer.sources import is_pd_config, read_source, read_yaml
     from ascendflow.importer.recipe import to_recipe
     from ascendflow.importer.roundtrip import round_trip
 
-    commands = read_source(args.source)
     is_ci = args.source.endswith((".yaml", ".yml")) and Path(args.source).is_file()
-    if is_ci:
+    if is_ci and is_pd_config(args.source):
+        return _run_pd(args, argv)
+    commands = read_source(args.source)
+    raw = read_yaml(args.source) if is_ci else None
+    if is_ci and "test_cases" in raw:
         names = [c.name for c in commands]
         commands = [c for c in commands if args.case is None or c.name == args.case][:1]
         if not commands:
@@ -98,9 +101,7 @@ def run(argv: list[str]) -> int:
         if len(names) > 1:
             print(f"importing test case {commands[0].name} of {', '.join(names)} (--case NAME picks another)",
                   file=sys.stderr)
-    # vllm-ascend's nightly single-node configs run on A3 unless the file says A2 (Qwen3-32B-Int8-A2.yaml)
-    ci_hardware = "atlas_800i_a2" if re.search(r"(^|[-_])A2([-_.@]|$)", Path(args.source).name) else "atlas_800i_a3"
-    hardware = args.hardware or (ci_hardware if is_ci else "nvidia_h200")
+    hardware = args.hardware or (ci_hardware(args.source, raw) if is_ci else "nvidia_h200")
     name = args.name or (Path(args.out).stem if args.out else None)  # -o recipes/recipe/NAME.yaml: +recipe=NAME
     imported = to_recipe(commands, hardware=hardware, model=args.model, name=None if args.to else name,
                          quantization=args.quantization_option, release=args.release)
@@ -138,6 +139,32 @@ def run(argv: list[str]) -> int:
                 {"recipe": target.name, "source": imported.commands[0].source, "hardware": hardware,
                  "metrics": baseline}, indent=1) + "\n")
     return 0 if ok else 1
+
+
+def _run_pd(args: argparse.Namespace, argv: list[str]) -> int:
+    """A PD CI config: its ``pd`` recipe, and the round trip of every process CI starts (per node, per DP rank)."""
+    from ascendflow.importer.command import mask_secrets, mask_text
+    from ascendflow.importer.pd_roundtrip import pd_round_trip
+    from ascendflow.importer.sources import read_pd_config
+
+    if args.to or args.baseline:
+        raise ConfigError("--to" if args.to else "--baseline", args.source, "a PD config is imported for the Ascend "
+                                                                          "hardware it runs on; migrate a co-located "
+                                                                          "deployment")
+    imported = read_pd_config(args.source, name=args.name or (Path(args.out).stem if args.out else None),
+                              release=args.release)
+    for flag, why in imported.named:
+        print(f"named {flag}: {why}", file=sys.stderr)
+    _, trips = pd_round_trip(imported)
+    for k, ranks in enumerate(trips):
+        role = imported.nodes[k][0].role
+        for r, trip in enumerate(ranks):
+            for flag, what in trip.unexplained:
+                print(f"round trip: node {k} ({role}) process {r}: {flag}: {what} (no reason known)", file=sys.stderr)
+        print(f"round trip: node {k} ({role}): {len(ranks)} processes, "
+              f"{sum(not t.ok for t in ranks)} with an unexplained difference", file=sys.stderr)
+    _emit(imported.text("python -m ascendflow.import " + mask_text(shlex.join(mask_secrets(argv)))), args.out)
+    return 0 if all(t.ok for ranks in trips for t in ranks) else 1
 
 
 def _emit(text: str, out: str | None) -> None:

@@ -72,7 +72,6 @@ ENV_LAUNCHER = {"PYTORCH_NPU_ALLOC_CONF": "ascendflow's environment bundle write
 #: Checkpoint name prefix (lower case) -> catalogue option, where the catalogue id's name differs from the family's.
 ALIASES = {
     # DeepSeek-V3 / V3.1 / R1 share DeepseekV3ForCausalLM with the same config.json shape fields
-    # (scripts/import_ci_pd_config.py MODELS)
     "deepseek-v3": "deepseek_r1", "deepseek-v3.1": "deepseek_r1",
     "meta-llama-3-70b": "llama3_70b", "llama-3-70b": "llama3_70b",
 }
@@ -181,15 +180,15 @@ def to_recipe(commands: list[ServeCommand], *, hardware: str, model: str | None 
         release: ``hardware.software`` (a version-matrix row); ``None``: the hardware option's.
 
     Raises:
-        ConfigError: unknown model, a PD command (``--kv-transfer-config``: scripts/import_ci_pd_config.py), nodes
-            whose commands differ beyond the per-node flags, a ``--quantization`` ascendflow has no weight model for.
+        ConfigError: unknown model, a PD command (``--kv-transfer-config``: import its CI PD config,
+            :mod:`ascendflow.importer.pd`), nodes whose commands differ beyond the per-node flags, a ``--quantization`` ascendflow has no weight model for.
     """
     first = commands[0]
     if not (CONF / "hardware" / f"{hardware}.yaml").is_file():
         raise ConfigError("hardware", hardware, "is no hardware option (conf/hardware)")
     if "kv_transfer_config" in first.given:
-        raise ConfigError("--kv-transfer-config", "given", "a PD role's command; import the CI PD config with "
-                                                           "scripts/import_ci_pd_config.py")
+        raise ConfigError("--kv-transfer-config", "given", "a PD role's command; import the CI PD config it comes "
+                                                           "from: python -m ascendflow.import CONFIG.yaml")
     per_node = set(NOT_CARRIED) | {"host", "port"}
     for k, other in enumerate(commands[1:], 1):
         a = {d: v for d, v in first.given.items() if d not in per_node}

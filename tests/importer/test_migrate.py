@@ -169,7 +169,7 @@ def test_fp8_kv_cache_and_cuda_env_are_removed_on_ascend(tmp_path):
     script.write_text("export NCCL_IB_DISABLE=1\nexport HF_HUB_OFFLINE=1\n"
                       "vllm serve Qwen/Qwen3-8B --max-model-len 8192 --kv-cache-dtype fp8 \\\n"
                       "    --all2all-backend deepep_low_latency\n")
-    from ascendflow.importer.command import read_source
+    from ascendflow.importer.sources import read_source
 
     imported = to_recipe(read_source(str(script)), hardware="nvidia_h200")
     assert imported.recipe["ascend"]["env"] == {"NCCL_IB_DISABLE": "1", "HF_HUB_OFFLINE": "1"}
