@@ -12,9 +12,10 @@ them); every difference is listed on stderr with its reason, and one without a r
 prints it side by side with the source (per-device memory, KV cache, whether the layout fits, the nearest layouts that
 do, quantization the release does not serve with the msModelSlim command, flags and env that change, the version-matrix
 row) and writes the target recipe with ``-o``. ``--baseline FILE|RUN_ID`` carries the source's measured figures
-(``vllm bench serve`` result JSON, or an MLflow run): printed, written beside the target recipe as
-``<recipe>.baseline.json`` and in its header, and compared with the first Ascend measurement by
-``python -m ascendflow.import compare-baseline BASELINE.json ATTACH_RUN_ID``.
+(``vllm bench serve`` result JSON, or an MLflow run): printed, written into the target recipe (``run.baseline``: the
+plan carries them, its run logs them, and ``python -m ascendflow.compare RUN_ID`` of the first Ascend measurement,
+attach mode, shows them beside its own) and beside it as ``<recipe>.baseline.json`` (``python -m ascendflow.import
+compare-baseline BASELINE.json ATTACH_RUN_ID`` compares that file with any run or result file).
 
 Bad input (an unparsable command, an unknown flag or model, a plan ascendflow refuses): one ``error:`` line, exit 2.
 """
@@ -126,7 +127,10 @@ def run(argv: list[str]) -> int:
         return 0 if ok else 1
     from ascendflow.importer.migrate import migrate, render
 
-    migration = migrate(imported, to_hardware, to_release, baseline=baseline, name=name)
+    from ascendflow.importer.baseline import baseline_source
+
+    migration = migrate(imported, to_hardware, to_release, baseline=baseline, name=name,
+                        baseline_from=baseline_source(args.baseline) if args.baseline else None)
     print(render(migration))
     target = migration.recipe
     header = again
