@@ -94,6 +94,11 @@ def test_the_migrated_plan_carries_a_bench_baseline_and_compare_shows_it(tmp_pat
     # the figures of SOURCES.md's two CPU runs: concurrency 1 cuts TTFT p50 by three quarters, throughput by four fifths
     assert rows[-len(ROWS)] == ["TTFT p50 (ms)", "278.62", "72.65", "-73.9% (better)"]
     assert rows[-3] == ["output throughput (tok/s)", "102.93", "20.42", "-80.2% (worse)"]
+    # docs/nvidia.md "Baseline first" shows this table
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "nvidia.md").read_text().split("this run beside the source")[1]
+    block = docs.split("```")[0]
+    assert [[c.strip() for c in line.split("│")[1:-1]] for line in block.splitlines() if line.startswith("│ ")] == \
+        rows[-len(ROWS):]
 
 
 def test_a_baseline_from_an_mlflow_run(tmp_path, mlflow_uri):
