@@ -1,8 +1,10 @@
 """``python -m ascendflow.import SOURCE [options]``: a ``vllm serve`` deployment as an ascendflow recipe.
 
 ``SOURCE`` is one command (``'vllm serve MODEL --tensor-parallel-size 8 ...'``), a shell file with one
-``vllm serve`` per node (``export`` lines set each command's environment), or a vllm-ascend single-node CI config
-(``tests/e2e/nightly/single_node/models/configs/*.yaml``; ``--case NAME`` picks a test case, default the first).
+``vllm serve`` per node (``export`` lines set each command's environment), or a vllm-ascend CI config: single node
+(``tests/e2e/nightly/single_node/models/configs/*.yaml``; ``--case NAME`` picks a test case, default the first),
+multi-node internal DP (every node's command), or PD (``multi_node/*/config/*PD*.yaml``: a ``pd`` recipe whose
+prefill and decode commands round-trip per node and DP rank; :mod:`ascendflow.importer.pd`).
 
 Prints the recipe (``-o PATH`` writes it; ``-o recipes/recipe/NAME.yaml`` makes ``+recipe=NAME`` work), then checks the
 round trip: the recipe's plan must write the same ``vllm serve`` back (options as a set, values as vLLM's parser types

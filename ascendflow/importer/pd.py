@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from ascendflow.importer.ci import node_ip
 from ascendflow.importer.command import ServeCommand
 from ascendflow.importer.recipe import (ENV_KEYS, ENV_LAUNCHER, NOT_CARRIED, Imported, _additional_config_keys, _quantization,
@@ -67,8 +69,6 @@ class ImportedPD(Imported):
 
     def text(self, command_line: str | None = None) -> str:
         """The recipe as YAML text with its header: the config, each node's first command, what is named."""
-        import yaml
-
         source = self.commands[0].source.rsplit(" node ", 1)[0]
         lines = ["# @package _global_",
                  f"# Imported by `python -m ascendflow.import` from the PD CI config {source}; kv_port moved out of "
