@@ -3,8 +3,9 @@
 Each node's commands (:func:`ascendflow.importer.ci.pd_commands`, parsed by the installed vLLM's parser) become one
 role block (``pd.prefill`` / ``pd.decode``: layout, engine knobs, graph, speculative tokens, additional config,
 ``HCCL_BUFFSIZE``, ports); the flags both roles share (``--max-model-len``, ``--seed``, prefix caching, quantization,
-``--trust-remote-code``) become run keys. Every flag a role gives has a key, or is named with its reason; a flag
-with neither is refused (one line). :func:`ascendflow.importer.pd_roundtrip.pd_round_trip` plans the recipe and
+``--trust-remote-code``) become run keys. Every flag a role gives has a key, or is named with its reason; further
+flags go to ``engine.extra_args`` token for token when both roles give the same ones, else the config is refused
+(one line: ``engine.extra_args`` is one list for the run). :func:`ascendflow.importer.pd_roundtrip.pd_round_trip` plans the recipe and
 reads every process's argv back.
 """
 
@@ -150,6 +151,8 @@ def pd_recipe(nodes: list[list[ServeCommand]], *, npu_per_node: int, name: str, 
         ranks = [r for r in nodes if r[0].role == role]
         recipe["pd"][role] = _role(role, ranks, external, out, known)
     _run_env(nodes, recipe, named)
+    if not recipe["engine"]["extra_args"]:
+        del recipe["engine"]["extra_args"]
     return out
 
 
@@ -187,9 +190,13 @@ def _role(role: str, nodes: list[list[ServeCommand]], external: bool, out: Impor
             diff = sorted(set(other) ^ set(knobs) | {d for d in knobs if d in other and other[d] != knobs[d]})
             raise ConfigError(f"{role} node {ranks[0].node}", ", ".join(_flag(ranks[0], d, first) for d in diff),
                               f"differ from node {first.node}'s; ascendflow runs one set of flags per role")
-    unknown = sorted(set(first.values) - LAYOUT - set(SHARED) - set(ROLE_KEYS) - HANDLED)
-    if unknown:
-        raise ConfigError(role, ", ".join(_flag(first, d) for d in unknown), "have no pd.<role> key")
+    unknown = [d for d in first.given if d not in LAYOUT | set(SHARED) | set(ROLE_KEYS) | HANDLED]
+    tokens = [t for d in unknown for t in first.given[d]]
+    extra = out.recipe["engine"].setdefault("extra_args", tokens)
+    if extra != tokens:  # engine.extra_args is the run's: both roles must give the same further flags
+        raise ConfigError(role, " ".join(tokens) or "(none)", f"further flags differ from the other role's "
+                                                               f"({' '.join(extra) or 'none'}); engine.extra_args is "
+                                                               "one list for both roles")
     ids = [instance_key(r[0]) for r in nodes]
     instances = list(dict.fromkeys(ids))
     ports = [int(nodes[ids.index(i)][0].values["kv_transfer_config"]["kv_port"]) for i in instances]

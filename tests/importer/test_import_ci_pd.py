@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ascendflow.importer.ci import node_ip
 from ascendflow.importer.pd_roundtrip import pd_round_trip
@@ -171,3 +172,29 @@ def test_the_cli_imports_a_pd_config(tmp_path):
                                     f"{DATA / 'Qwen3-235B-disagg-pd@v0.23.0.yaml'}; kv_port moved out of "
                                     "AscendDirect's range where CI's lies inside it. Each node's first command:")
     assert "# Plan it: python -m ascendflow +recipe=qwen3_pd run.mode=plan" in text
+
+
+def _with_extra(tmp_path: Path, decode_extra: list[str]) -> str:
+    """The vendored internal-DP PD config with ``--max-logprobs 5`` added to every node, and ``decode_extra`` more
+    on the decode node."""
+    raw = read_yaml(str(DATA / "Qwen3-235B-disagg-pd@v0.23.0.yaml"))
+    for k, node in enumerate(raw["deployment"]):
+        node["server_cmd"] += " --max-logprobs 5" + "".join(f" {t}" for t in (decode_extra if k == 1 else []))
+    path = tmp_path / "pd.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)
+
+
+def test_further_flags_both_roles_give_go_to_extra_args_and_round_trip(tmp_path):
+    imported = read_pd_config(_with_extra(tmp_path, []), release="vllm-ascend-0.23.0")
+    assert imported.recipe["engine"]["extra_args"] == ["--max-logprobs", "5"]
+    _, trips = pd_round_trip(imported)
+    assert [[t.unexplained for t in ranks] for ranks in trips] == [[[]], [[]]]
+    assert all("max_logprobs" in ranks[0].same for ranks in trips)
+
+
+def test_further_flags_of_one_role_only_are_one_line(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        read_pd_config(_with_extra(tmp_path, ["--enable-log-requests"]))
+    assert str(error.value) == ("decode='--max-logprobs 5 --enable-log-requests': further flags differ from the other "
+                                "role's (--max-logprobs 5); engine.extra_args is one list for both roles")
