@@ -7,8 +7,11 @@ throughput/TPOT/TTFT and their ``*_rel_error``; a ``contended`` column when runs
 run having no ``*_rel_error``: ``ascendflow.runner.contention``), writes ``comparison.csv`` and a Pareto plot (output
 throughput against p99 TTFT, the front marked) as ``pareto.png``, and logs both as artifacts of the sweep's parent run.
 PD runs (one per deployment, params ``prefill.*`` / ``decode.*``) also get their roles side by side, a row per role
-(``roles.csv``); a PD run's own id is a target too. Default target: the latest sweep in the store. Uses
-``mlflow.search_runs``.
+(``roles.csv``); a PD run's own id is a target too. A run whose plan carries the source deployment's measured figures
+(``run.baseline``, a migrated plan: ``python -m ascendflow.import --to ... --baseline``) gets them beside its own, a
+row per figure (TTFT/TPOT/ITL/E2EL p50 and p99, throughputs) with the relative difference (``baseline.csv``;
+:mod:`ascendflow.compare_baseline`); such a run's own id is a target too. Default target: the latest sweep in the
+store. Uses ``mlflow.search_runs``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ascendflow.compare_baseline import baseline_table, delta_cell, has_baseline
 from ascendflow.tracking.store import existing_store
 
 METRICS = ("capacity_rps", "predicted_capacity_rps", "measured_capacity_rps", "capacity_load", "capacity_goodput_rps",
@@ -58,9 +62,11 @@ def find_parent(client, target: str | None):
         except MlflowException:
             raise CompareError(f"no run {target} in this store (pass a sweep's parent run id or an experiment "
                                f"name)") from None
-        if run.data.tags.get("ascendflow.sweep") != "parent" and "prefill.instances" not in run.data.params:
-            raise CompareError(f"run {target} is not a sweep's parent run nor a PD deployment's run; pass the "
-                               f"parent's id (tag ascendflow.sweep=parent) or an experiment name")
+        if run.data.tags.get("ascendflow.sweep") != "parent" and "prefill.instances" not in run.data.params and \
+                not has_baseline(run.data.params):
+            raise CompareError(f"run {target} is not a sweep's parent run, a PD deployment's run nor a run with a "
+                               f"baseline (run.baseline); pass the parent's id (tag ascendflow.sweep=parent) or an "
+                               f"experiment name")
         return run
     if target:
         exp = client.get_experiment_by_name(target)
@@ -163,7 +169,12 @@ def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) 
     roles = role_table(runs)
     if roles is not None:
         roles.to_csv(out_dir / "roles.csv", index=False)
-    for path in (csv, png, *([out_dir / "roles.csv"] if roles is not None else [])):
+    base = baseline_table(runs)
+    if base is not None:
+        base[0].to_csv(out_dir / "baseline.csv", index=False)
+        (out_dir / "baseline.title").write_text(base[1])
+    for path in (csv, png, *([out_dir / "roles.csv"] if roles is not None else []),
+                 *([out_dir / "baseline.csv"] if base is not None else [])):
         client.log_artifact(parent.info.run_id, str(path), artifact_path="comparison")
     return table, csv, png
 
@@ -253,6 +264,23 @@ def roles_view(roles) -> Table:
     return view
 
 
+def baseline_view(out_dir: Path) -> Table:
+    """The terminal table of ``baseline.csv`` (:func:`ascendflow.compare_baseline.baseline_table`): one row per
+    figure, the source's value, then each run's value and its relative difference."""
+    import pandas as pd
+
+    table = pd.read_csv(out_dir / "baseline.csv")
+    view = Table(title=f"this run beside the {(out_dir / 'baseline.title').read_text()} (baseline.csv)",
+                 title_justify="left")
+    shown = [c for c in table.columns if c != "metric"]
+    for column in shown:
+        view.add_column(column, justify="left" if column == "figure" else "right")
+    for _, row in table.iterrows():
+        view.add_row(*(delta_cell(row["metric"], None if pd.isna(row[c]) else float(row[c])) if c.startswith("Δ ")
+                       else cell(row[c]) for c in shown))
+    return view
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry: prints the table and where the CSV and PNG are. Exit code 2 when no sweep is found."""
     parser = argparse.ArgumentParser(prog="python -m ascendflow.compare", description=__doc__.splitlines()[0])
@@ -278,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     roles = role_table_of(csv)
     if roles is not None:
         console.print(roles_view(roles))
+    if (csv.parent / "baseline.csv").exists():
+        console.print(baseline_view(csv.parent))
     console.print(f"CSV: {csv}\nPareto plot: {png}\n(also logged on the sweep's parent run under comparison/)",
                   soft_wrap=True)
     return 0

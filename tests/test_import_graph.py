@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                       "ascendflow.search",
                       "ascendflow.perfmodel.fit",
                       "ascendflow.report", "ascendflow.sync", "ascendflow.calibrate", "ascendflow.precision", "ascendflow.compare",
+                      "ascendflow.compare_baseline",
                       "ascendflow.upgrade", "ascendflow.importer", "ascendflow.import")),
 )
 

@@ -153,7 +153,7 @@ def _role_spec(spec: RunSpec, role: RoleSpec) -> RunSpec:
     """One instance of ``role`` as a co-located spec: the role's layout, engine knobs, graph, additional_config and
     environment over the run's (``None`` inherits)."""
     eng_update = {k: getattr(role, k) for k in ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-                                                 "kv_cache_memory_bytes")
+                                                 "kv_cache_memory_bytes", "async_scheduling")
                   if getattr(role, k) is not None}
     engine = spec.engine if role.num_speculative_tokens is None else with_speculative_tokens(
         spec.engine, role.num_speculative_tokens)

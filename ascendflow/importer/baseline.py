@@ -3,7 +3,8 @@
 A baseline is read from a ``vllm bench serve --save-result`` JSON (``vllm/benchmarks/serve.py``: the result dict it
 writes, keys ``output_throughput``, ``median_ttft_ms``...) or from an MLflow run of the store (its metrics of the same
 names, as ascendflow records a benchmark). :func:`compare_baseline` sets it beside an Ascend measurement (an
-``run.mode=attach`` run's metrics): the metric, the source, Ascend, and Ascend / source.
+``run.mode=attach`` run's metrics): the metric, the source, Ascend, and Ascend / source. A migrated plan carries
+the figures itself (``run.baseline``), so ``python -m ascendflow.compare RUN_ID`` shows them beside the run's.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ascendflow.schema.baseline import BASELINE_METRICS
 from ascendflow.schema.errors import ConfigError
 
-#: Figures a baseline keeps (``vllm bench serve`` result keys; the names ascendflow's benchmark runs record).
-METRICS = ("request_throughput", "output_throughput", "total_token_throughput", "median_ttft_ms", "p99_ttft_ms",
-           "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "median_e2el_ms", "p99_e2el_ms")
+#: Figures a baseline keeps (``vllm bench serve`` result keys; the names ascendflow's benchmark runs record): the
+#: plan's ``run.baseline.metrics`` keys, one table (:mod:`ascendflow.schema.baseline`).
+METRICS = BASELINE_METRICS
 #: Lower is better for these (latencies); higher for the throughputs.
 LOWER_IS_BETTER = {m for m in METRICS if m.endswith("_ms")}
 RUN_ID = re.compile(r"[0-9a-f]{32}")
@@ -41,6 +43,11 @@ def read_baseline(source: str, tracking_uri: str | None = None) -> dict[str, flo
         raise ConfigError("--baseline", source, f"is not JSON ({error.msg}); give vllm bench serve --save-result's "
                                                 "file") from None
     return _pick(raw, "--baseline", source)
+
+
+def baseline_source(source: str) -> str:
+    """Where a ``--baseline`` was read, as ``run.baseline.source`` records it: the file path, or ``mlflow:<run id>``."""
+    return f"mlflow:{source}" if RUN_ID.fullmatch(source) and not Path(source).exists() else source
 
 
 def _pick(raw: Any, key: str, source: str) -> dict[str, float]:

@@ -1,8 +1,10 @@
 """``python -m ascendflow.import SOURCE [options]``: a ``vllm serve`` deployment as an ascendflow recipe.
 
 ``SOURCE`` is one command (``'vllm serve MODEL --tensor-parallel-size 8 ...'``), a shell file with one
-``vllm serve`` per node (``export`` lines set each command's environment), or a vllm-ascend single-node CI config
-(``tests/e2e/nightly/single_node/models/configs/*.yaml``; ``--case NAME`` picks a test case, default the first).
+``vllm serve`` per node (``export`` lines set each command's environment), or a vllm-ascend CI config: single node
+(``tests/e2e/nightly/single_node/models/configs/*.yaml``; ``--case NAME`` picks a test case, default the first),
+multi-node internal DP (every node's command), or PD (``multi_node/*/config/*PD*.yaml``: a ``pd`` recipe whose
+prefill and decode commands round-trip per node and DP rank; :mod:`ascendflow.importer.pd`).
 
 Prints the recipe (``-o PATH`` writes it; ``-o recipes/recipe/NAME.yaml`` makes ``+recipe=NAME`` work), then checks the
 round trip: the recipe's plan must write the same ``vllm serve`` back (options as a set, values as vLLM's parser types
@@ -12,9 +14,10 @@ them); every difference is listed on stderr with its reason, and one without a r
 prints it side by side with the source (per-device memory, KV cache, whether the layout fits, the nearest layouts that
 do, quantization the release does not serve with the msModelSlim command, flags and env that change, the version-matrix
 row) and writes the target recipe with ``-o``. ``--baseline FILE|RUN_ID`` carries the source's measured figures
-(``vllm bench serve`` result JSON, or an MLflow run): printed, written beside the target recipe as
-``<recipe>.baseline.json`` and in its header, and compared with the first Ascend measurement by
-``python -m ascendflow.import compare-baseline BASELINE.json ATTACH_RUN_ID``.
+(``vllm bench serve`` result JSON, or an MLflow run): printed, written into the target recipe (``run.baseline``: the
+plan carries them, its run logs them, and ``python -m ascendflow.compare RUN_ID`` of the first Ascend measurement,
+attach mode, shows them beside its own) and beside it as ``<recipe>.baseline.json`` (``python -m ascendflow.import
+compare-baseline BASELINE.json ATTACH_RUN_ID`` compares that file with any run or result file).
 
 Bad input (an unparsable command, an unknown flag or model, a plan ascendflow refuses): one ``error:`` line, exit 2.
 """
@@ -25,7 +28,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -84,13 +86,17 @@ def run(argv: list[str]) -> int:
 
         baseline = read_baseline(args.baseline, args.tracking_uri)
     _quiet()
-    from ascendflow.importer.command import read_source
+    from ascendflow.importer.ci import ci_hardware
+    from ascendflow.importer.sources import is_pd_config, read_source, read_yaml
     from ascendflow.importer.recipe import to_recipe
     from ascendflow.importer.roundtrip import round_trip
 
-    commands = read_source(args.source)
     is_ci = args.source.endswith((".yaml", ".yml")) and Path(args.source).is_file()
-    if is_ci:
+    if is_ci and is_pd_config(args.source):
+        return _run_pd(args, argv)
+    commands = read_source(args.source)
+    raw = read_yaml(args.source) if is_ci else None
+    if is_ci and "test_cases" in raw:
         names = [c.name for c in commands]
         commands = [c for c in commands if args.case is None or c.name == args.case][:1]
         if not commands:
@@ -98,9 +104,7 @@ def run(argv: list[str]) -> int:
         if len(names) > 1:
             print(f"importing test case {commands[0].name} of {', '.join(names)} (--case NAME picks another)",
                   file=sys.stderr)
-    # vllm-ascend's nightly single-node configs run on A3 unless the file says A2 (Qwen3-32B-Int8-A2.yaml)
-    ci_hardware = "atlas_800i_a2" if re.search(r"(^|[-_])A2([-_.@]|$)", Path(args.source).name) else "atlas_800i_a3"
-    hardware = args.hardware or (ci_hardware if is_ci else "nvidia_h200")
+    hardware = args.hardware or (ci_hardware(args.source, raw) if is_ci else "nvidia_h200")
     name = args.name or (Path(args.out).stem if args.out else None)  # -o recipes/recipe/NAME.yaml: +recipe=NAME
     imported = to_recipe(commands, hardware=hardware, model=args.model, name=None if args.to else name,
                          quantization=args.quantization_option, release=args.release)
@@ -125,7 +129,10 @@ def run(argv: list[str]) -> int:
         return 0 if ok else 1
     from ascendflow.importer.migrate import migrate, render
 
-    migration = migrate(imported, to_hardware, to_release, baseline=baseline, name=name)
+    from ascendflow.importer.baseline import baseline_source
+
+    migration = migrate(imported, to_hardware, to_release, baseline=baseline, name=name,
+                        baseline_from=baseline_source(args.baseline) if args.baseline else None)
     print(render(migration))
     target = migration.recipe
     header = again
@@ -138,6 +145,32 @@ def run(argv: list[str]) -> int:
                 {"recipe": target.name, "source": imported.commands[0].source, "hardware": hardware,
                  "metrics": baseline}, indent=1) + "\n")
     return 0 if ok else 1
+
+
+def _run_pd(args: argparse.Namespace, argv: list[str]) -> int:
+    """A PD CI config: its ``pd`` recipe, and the round trip of every process CI starts (per node, per DP rank)."""
+    from ascendflow.importer.command import mask_secrets, mask_text
+    from ascendflow.importer.pd_roundtrip import pd_round_trip
+    from ascendflow.importer.sources import read_pd_config
+
+    if args.to or args.baseline:
+        raise ConfigError("--to" if args.to else "--baseline", args.source, "a PD config is imported for the Ascend "
+                                                                          "hardware it runs on; migrate a co-located "
+                                                                          "deployment")
+    imported = read_pd_config(args.source, name=args.name or (Path(args.out).stem if args.out else None),
+                              release=args.release)
+    for flag, why in imported.named:
+        print(f"named {flag}: {why}", file=sys.stderr)
+    _, trips = pd_round_trip(imported)
+    for k, ranks in enumerate(trips):
+        role = imported.nodes[k][0].role
+        for r, trip in enumerate(ranks):
+            for flag, what in trip.unexplained:
+                print(f"round trip: node {k} ({role}) process {r}: {flag}: {what} (no reason known)", file=sys.stderr)
+        print(f"round trip: node {k} ({role}): {len(ranks)} processes, "
+              f"{sum(not t.ok for t in ranks)} with an unexplained difference", file=sys.stderr)
+    _emit(imported.text("python -m ascendflow.import " + mask_text(shlex.join(mask_secrets(argv)))), args.out)
+    return 0 if all(t.ok for ranks in trips for t in ranks) else 1
 
 
 def _emit(text: str, out: str | None) -> None:

@@ -1,11 +1,8 @@
 """A ``vllm serve`` command, read with the installed vLLM's own server parser.
 
-Sources (:func:`read_source`): one command string; a file of commands (one ``vllm serve`` per node, shell lines with
-``export NAME=VALUE`` before it and ``\\`` continuations, as the vllm-ascend tutorials write them); a vllm-ascend
-single-node CI config (``tests/e2e/nightly/single_node/models/configs/*.yaml``: ``test_cases[].model``, ``envs``,
-``server_cmd`` + ``server_cmd_extra``, as ``tests/e2e/nightly/single_node/models/scripts/single_node_config.py`` joins
-them at v0.23.0: ``full_cmd = list(server_cmd) + list(server_cmd_extra)``, ``$VAR`` from ``envs``, ``DEFAULT_PORT`` a
-free port).
+Sources: one command string, or shell text (one ``vllm serve`` per node, ``export NAME=VALUE`` lines before it and
+``\\`` continuations, as the vllm-ascend tutorials write them): :func:`read_shell`. Files and vllm-ascend CI configs:
+:func:`ascendflow.importer.sources.read_source`.
 
 The argv is parsed by ``vllm.entrypoints.launchers.cli_args.make_arg_parser(FlexibleArgumentParser())`` of the
 installed vLLM (the pinned one: ``ascendflow/runner/data/vllm_serve_flags.json``), so what vLLM would refuse is
@@ -20,10 +17,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ascendflow.schema.errors import ConfigError
 
@@ -44,6 +38,8 @@ class ServeCommand:
         env: the environment the command runs with (``export`` lines, CI ``envs``), names to text.
         source: where it came from (``path@commit:line`` or ``command line``).
         name: a short name for the recipe (CI test case name, else derived from the model).
+        role: ``prefill`` / ``decode`` for a PD config's command, else empty.
+        node: the node it runs on (0 first).
     """
 
     argv: list[str]
@@ -53,11 +49,13 @@ class ServeCommand:
     env: dict[str, str] = field(default_factory=dict)
     source: str = "command line"
     name: str = ""
+    role: str = ""
+    node: int = 0
 
     @property
     def text(self) -> str:
         """The command as one shell line, secret values (``--api-key``) masked."""
-        return shlex.join(["vllm", "serve", *mask_secrets(self.argv)])
+        return shlex.join(["vllm", "serve", *mask_secrets(self.argv)]).replace("\n", " ")
 
 
 #: Flags whose value is a secret: never echoed into a recipe or a report.
@@ -155,7 +153,7 @@ def given_options(argv: list[str]) -> tuple[str | None, dict[str, list[str]]]:
                 if i < len(argv) and not _is_flag(argv[i]):
                     tokens.append(argv[i])
                     i += 1
-            elif i < len(argv):
+            elif i < len(argv) and not _is_flag(argv[i]):  # a flag next: vLLM's parser says "expected one argument"
                 tokens.append(argv[i])
                 i += 1
         given.setdefault(action.dest, []).extend(tokens)
@@ -207,7 +205,7 @@ def parse_command(argv: list[str], *, env: dict[str, str] | None = None, source:
                         name=name)
 
 
-def _shell_commands(text: str) -> list[tuple[list[str], dict[str, str], int]]:
+def shell_commands(text: str) -> list[tuple[list[str], dict[str, str], int]]:
     """``(argv, env, line)`` of every ``vllm serve`` in shell text (``export`` lines before it set its env)."""
     joined: list[tuple[str, int]] = []
     buffer, start = "", 0
@@ -247,54 +245,8 @@ def read_shell(text: str, source: str) -> list[ServeCommand]:
     Raises:
         ConfigError: no command found, or a command vLLM's parser refuses.
     """
-    found = _shell_commands(text)
+    found = shell_commands(text)
     if not found:
         raise ConfigError(KEY, source, "holds no `vllm serve` command")
     return [parse_command(argv, env=env, source=f"{source}:{line}" if source != "command line" else source)
             for argv, env, line in found]
-
-
-def read_source(text: str, *, case: str | None = None) -> list[ServeCommand]:
-    """Every ``vllm serve`` of ``text``: a command, a path to a shell file of commands (one per node), or a path to a
-    vllm-ascend single-node CI config (``case``: its test case name; default every case).
-
-    Raises:
-        ConfigError: no command found, an unknown case, or a command vLLM's parser refuses.
-    """
-    path = Path(text)
-    if "\n" not in text and len(text) < 4096 and path.is_file():
-        body = path.read_text()
-        if path.suffix in (".yaml", ".yml"):
-            return _ci_cases(yaml.safe_load(body), str(path), case)
-        found = _shell_commands(body)
-        if not found:
-            raise ConfigError(KEY, str(path), "holds no `vllm serve` command")
-        return [parse_command(argv, env=env, source=f"{path}:{line}") for argv, env, line in found]
-    found = _shell_commands(text)
-    if not found:
-        tokens = shlex.split(text)
-        raise ConfigError(KEY, " ".join(tokens[:2]) or text[:60], "is not `vllm serve`; give a "
-                                                                   "`vllm serve MODEL ...` command or a file")
-    return [parse_command(argv, env=env) for argv, env, _ in found]
-
-
-def _ci_cases(raw: Any, source: str, case: str | None) -> list[ServeCommand]:
-    """The test cases of a single-node CI config as commands: ``vllm serve MODEL`` + ``server_cmd`` +
-    ``server_cmd_extra`` with ``$SERVER_PORT`` filled (CI's ``DEFAULT_PORT`` is a free port it picks; 8000 here)."""
-    if not isinstance(raw, dict) or "test_cases" not in raw:
-        raise ConfigError(KEY, source, "is not a vllm-ascend single-node CI config (no test_cases); multi-node PD "
-                                       "configs: scripts/import_ci_pd_config.py")
-    out = []
-    for test in raw["test_cases"]:
-        if case is not None and test["name"] != case:
-            continue
-        env = {k: str(v) for k, v in (test.get("envs") or {}).items()}
-        port = env.pop("SERVER_PORT", "8000")
-        port = "8000" if port == "DEFAULT_PORT" else port
-        args = [str(a) for a in [*(test.get("server_cmd") or []), *(test.get("server_cmd_extra") or [])]]
-        args = [a.replace("$SERVER_PORT", port) for a in args]
-        out.append(parse_command(["vllm", "serve", test["model"], *args], env=env,
-                                 source=f"{source} test case {test['name']}", name=test["name"]))
-    if not out:
-        raise ConfigError(KEY, case or source, "no such test case in the CI config")
-    return out

@@ -228,9 +228,11 @@ def fitting_layouts(hardware: str, raw: dict[str, Any], source_tp: int, source_d
 
 
 def migrate(imported: Imported, to_hardware: str, release: str | None = None,
-            baseline: dict[str, float] | None = None, layouts: int = 3, name: str | None = None) -> Migration:
+            baseline: dict[str, float] | None = None, layouts: int = 3, name: str | None = None,
+            baseline_from: str | None = None) -> Migration:
     """Plan ``imported`` on its own hardware and on ``to_hardware`` (release row ``release``, else the hardware
-    option's), and say what changes.
+    option's), and say what changes. ``baseline``: the source's measured figures (``baseline_from``: where they were
+    read), carried by the target recipe as ``run.baseline`` (:mod:`ascendflow.schema.baseline`).
 
     Raises:
         ConfigError: an unknown hardware option or release row (one line).
@@ -303,6 +305,10 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
                                dropped_additional=imported.dropped_additional,
                                checkpoint_quantization=imported.checkpoint_quantization,
                                migrated_to=f"hardware={to_hardware}, version-matrix row {row[0]}")
+    if baseline:
+        # the plan carries them: logged with the run's params, set beside its figures by python -m ascendflow.compare
+        target_imported.recipe.setdefault("run", {})["baseline"] = {"source": baseline_from, "hardware": source_hw,
+                                                                    "metrics": dict(baseline)}
     target_raw = compose_recipe(target_imported)
     target = _side(to_hardware, target_raw)
     par = source_raw["parallel"]

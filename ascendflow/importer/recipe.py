@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ascendflow.compiler.checks.extra_args import LAUNCHER_WRITTEN
 from ascendflow.importer.command import ServeCommand
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.secrets import is_secret
@@ -40,21 +41,9 @@ MAPPED: dict[str, str] = {
 #: vLLM dests the importer handles itself (model, graph, quantization, additional config, names).
 HANDLED = {"model_tag", "model", "served_model_name", "enforce_eager", "compilation_config", "quantization",
            "additional_config", "cudagraph_capture_sizes", "max_cudagraph_capture_size"}
-#: vLLM dests not carried into the recipe, with the reason (named in the recipe header and on stderr).
-NOT_CARRIED: dict[str, str] = {
-    "host": "the launcher binds 0.0.0.0 (ascendflow/compiler/launch); the address clients use is run.host",
-    "api_key": "a secret is never written into a recipe: export it and set run.api_key_env=NAME",
-    "distributed_executor_backend": "one node: vLLM's own choice (mp); ascendflow writes it for multi-node "
-                                    "launches only (parallel.distributed_executor_backend)",
-    "profiler_config": "profiling is run.profile=true (ascendflow writes its own --profiler-config)",
-    "data_parallel_rank": "the launcher writes it per DP rank", "data_parallel_size_local": "the launcher writes it",
-    "data_parallel_start_rank": "the launcher writes it per node", "headless": "the launcher writes it per node",
-    "data_parallel_address": "node 0's address: parallel.node_addresses or ASCENDFLOW_NODE0_IP at launch",
-    "data_parallel_rpc_port": "parallel.data_parallel_rpc_port (ascendflow's own port, 13389 by default)",
-    "nnodes": "parallel.nodes (one command per node)", "node_rank": "the launcher writes it per node",
-    "master_addr": "node 0's address: parallel.node_addresses or ASCENDFLOW_NODE0_IP at launch",
-    "master_port": "parallel.master_port",
-}
+#: vLLM dests not carried into the recipe, with the reason (named in the recipe header and on stderr): the launcher
+#: writes them (one table with ``engine.extra_args``' refusal, compiler/checks/extra_args.py LAUNCHER_WRITTEN).
+NOT_CARRIED: dict[str, str] = {dest: why for dest, (_, why) in LAUNCHER_WRITTEN.items()}
 #: ``compilation_config.cudagraph_mode`` -> graph option (``conf/graph``).
 GRAPH = {None: "compiled", "FULL_DECODE_ONLY": "full_decode_only", "PIECEWISE": "piecewise",
          "FULL_AND_PIECEWISE": "full_and_piecewise", "NONE": "eager"}
@@ -83,7 +72,6 @@ ENV_LAUNCHER = {"PYTORCH_NPU_ALLOC_CONF": "ascendflow's environment bundle write
 #: Checkpoint name prefix (lower case) -> catalogue option, where the catalogue id's name differs from the family's.
 ALIASES = {
     # DeepSeek-V3 / V3.1 / R1 share DeepseekV3ForCausalLM with the same config.json shape fields
-    # (scripts/import_ci_pd_config.py MODELS)
     "deepseek-v3": "deepseek_r1", "deepseek-v3.1": "deepseek_r1",
     "meta-llama-3-70b": "llama3_70b", "llama-3-70b": "llama3_70b",
 }
@@ -192,15 +180,15 @@ def to_recipe(commands: list[ServeCommand], *, hardware: str, model: str | None 
         release: ``hardware.software`` (a version-matrix row); ``None``: the hardware option's.
 
     Raises:
-        ConfigError: unknown model, a PD command (``--kv-transfer-config``: scripts/import_ci_pd_config.py), nodes
-            whose commands differ beyond the per-node flags, a ``--quantization`` ascendflow has no weight model for.
+        ConfigError: unknown model, a PD command (``--kv-transfer-config``: import its CI PD config,
+            :mod:`ascendflow.importer.pd`), nodes whose commands differ beyond the per-node flags, a ``--quantization`` ascendflow has no weight model for.
     """
     first = commands[0]
     if not (CONF / "hardware" / f"{hardware}.yaml").is_file():
         raise ConfigError("hardware", hardware, "is no hardware option (conf/hardware)")
     if "kv_transfer_config" in first.given:
-        raise ConfigError("--kv-transfer-config", "given", "a PD role's command; import the CI PD config with "
-                                                           "scripts/import_ci_pd_config.py")
+        raise ConfigError("--kv-transfer-config", "given", "a PD role's command; import the CI PD config it comes "
+                                                           "from: python -m ascendflow.import CONFIG.yaml")
     per_node = set(NOT_CARRIED) | {"host", "port"}
     for k, other in enumerate(commands[1:], 1):
         a = {d: v for d, v in first.given.items() if d not in per_node}

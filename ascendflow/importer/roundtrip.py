@@ -33,6 +33,10 @@ WRITTEN_EXPLICITLY: dict[str, str] = {
     "enable_chunked_prefill": "vLLM's default (on), written explicitly",
     "enable_prefix_caching": "vLLM's default, written explicitly",
     "seed": "vLLM's default seed, written explicitly",
+    # internal DP on one node: the values vLLM's defaults give there (rank 0, the node itself)
+    "data_parallel_start_rank": "the launcher writes it per node (0 on an instance's first node)",
+    "data_parallel_address": "the launcher writes the instance's first node (ASCENDFLOW_NODE<k>_IP)",
+    "data_parallel_rpc_port": "the launcher writes parallel.data_parallel_rpc_port",
 }
 #: The model positional of Ascend launch scripts: the checkpoint directory given at deploy time.
 MODEL_REF = "${ASCENDFLOW_MODEL_PATH}"
@@ -119,7 +123,8 @@ def plan_argv(plan: Plan) -> list[str]:
     return list(plan.serve_command[2:])
 
 
-def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | None = None) -> RoundTrip:
+def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | None = None, *,
+                 dropped: dict[str, str] | None = None, dropped_additional: list[str] | None = None) -> RoundTrip:
     """Compare the source command with the plan's ``argv`` (tokens after ``vllm serve``).
 
     A dest only the plan writes is explained when its value is vLLM's default (its parser's, or
@@ -127,7 +132,7 @@ def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | Non
     did not carry it (``imported.dropped``) or it is in :data:`NOT_WRITTEN`. ``--compilation-config`` is equal when
     the plan's JSON holds the source's keys with the same values (the plan adds the capture sizes it sized graph memory
     for); ``--additional-config`` is compared without the keys the importer did not carry; ``--host`` may differ
-    (the launcher binds 0.0.0.0).
+    (the launcher binds 0.0.0.0). ``dropped`` / ``dropped_additional``: a PD role's, in place of ``imported``'s.
     """
     model, ours_given = given_options(argv)
     ours = typed_values(ours_given, argv)
@@ -137,16 +142,18 @@ def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | Non
     for key in TOP_LEVEL_GRAPH:  # the plan writes them inside --compilation-config
         if key in theirs and key not in ours:
             theirs["compilation_config"] = {**(theirs.get("compilation_config") or {}), key: theirs.pop(key)}
-    dropped = dict(imported.dropped) if imported else {}
+    dropped = dict(imported.dropped if imported else {}) if dropped is None else dict(dropped)
+    if dropped_additional is None:
+        dropped_additional = imported.dropped_additional if imported else []
     not_written_first: list[tuple[str, str]] = []
-    if imported and imported.dropped_additional and isinstance(theirs.get("additional_config"), dict):
-        kept = {k: v for k, v in theirs["additional_config"].items() if k not in imported.dropped_additional}
+    if dropped_additional and isinstance(theirs.get("additional_config"), dict):
+        kept = {k: v for k, v in theirs["additional_config"].items() if k not in dropped_additional}
         if kept:
             theirs["additional_config"] = kept
         else:
             theirs.pop("additional_config")
             not_written_first = [(source.given["additional_config"][0].split("=", 1)[0],
-                                  f"keys {imported.dropped_additional} not read by the target release")]
+                                  f"keys {dropped_additional} not read by the target release")]
     defaults = {a.dest: a.default for a in serve_parser()._actions}
     out = RoundTrip(not_written=not_written_first)
     for dest in sorted(set(ours) | set(theirs)):
@@ -160,7 +167,8 @@ def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | Non
             if a == b:
                 out.same.append(dest)
                 continue
-            reason = (CHANGED.get(dest) if dest != "model_tag" or b == MODEL_REF else None) or dropped.get(dest)
+            reason = (CHANGED.get(dest) if dest != "model_tag" or b == MODEL_REF else None) or dropped.get(dest) or \
+                (spec_rounded(a, b, ours.get("speculative_config")) if dest == "compilation_config" else None)
             out.changed.append((flag, a, b, reason))
             if reason is None:
                 out.unexplained.append((flag, f"source {a!r}, plan {b!r}"))
@@ -179,6 +187,25 @@ def compare_argv(source: ServeCommand, argv: list[str], imported: Imported | Non
             else:
                 out.not_written.append((given, reason))
     return out
+
+
+def spec_rounded(source: Any, plan: Any, speculative: Any) -> str | None:
+    """The reason the plan's ``--compilation-config`` capture sizes differ from the source's, when they are the
+    source's rounded up to multiples of ``1 + k`` as vLLM rounds them with ``k`` speculative tokens
+    (``vllm/config/vllm.py`` ``adjust_cudagraph_sizes_for_spec_decode``, 0.32.0: the sizes vLLM captures); else
+    ``None``."""
+    if not (isinstance(source, dict) and isinstance(plan, dict) and isinstance(speculative, dict)):
+        return None
+    q = 1 + int(speculative.get("num_speculative_tokens") or 0)
+    sizes = source.get("cudagraph_capture_sizes")
+    if q < 2 or not sizes or {k: v for k, v in source.items() if k != "cudagraph_capture_sizes"} != {
+            k: v for k, v in plan.items() if k in source and k != "cudagraph_capture_sizes"}:
+        return None
+    rounded = sorted({-(-s // q) * q for s in sizes if -(-s // q) * q <= max(sizes)})
+    if plan.get("cudagraph_capture_sizes") != rounded:
+        return None
+    return (f"capture sizes rounded up to multiples of 1 + k = {q}, as vLLM rounds them with {q - 1} speculative "
+            "tokens (adjust_cudagraph_sizes_for_spec_decode): the sizes vLLM captures")
 
 
 def node_argvs(plan: Plan) -> list[list[str]]:

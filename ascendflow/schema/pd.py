@@ -36,6 +36,8 @@ class RoleSpec(Spec):
             ``i·TP .. (i+1)·TP − 1``); ``internal``: one ``vllm serve`` per node with ``--data-parallel-size-local``
             (the nightly ``Qwen3-235B-disagg-pd.yaml``), API on the instance's first node only.
         max_num_seqs / max_num_batched_tokens / gpu_memory_utilization / kv_cache_memory_bytes: engine knobs.
+        async_scheduling: ``--async-scheduling`` / ``--no-async-scheduling`` of this role (vLLM's scheduler option;
+            vllm-ascend's nightly PD configs set it on decode only, e.g. ``QWEN3_235B_PD.yaml`` at v0.23.0).
         enforce_eager / cudagraph_mode / cudagraph_capture_sizes: graph settings of this role.
         num_speculative_tokens: MTP draft tokens of this role.
         additional_config: ``--additional-config`` keys added to the run's for this role.
@@ -62,6 +64,7 @@ class RoleSpec(Spec):
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     kv_cache_memory_bytes: int | None = Field(default=None, ge=1, le=MAX_BYTES)
+    async_scheduling: bool | None = None
     enforce_eager: bool | None = None
     cudagraph_mode: CudagraphMode | None = None
     cudagraph_capture_sizes: tuple[Annotated[int, Field(gt=0, le=MAX_NUM_SEQS)], ...] | None = Field(

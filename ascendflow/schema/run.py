@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from ascendflow.schema.base import Spec
+from ascendflow.schema.baseline import BaselineSpec
 from ascendflow.schema.bounds import MAX_LATENCY_MS, MAX_SECONDS
 
 
@@ -49,6 +50,8 @@ class RunOptions(Spec):
             instead of refusing it (exit 2); ``python -m ascendflow.perfmodel.fit`` skips such runs.
         profile: profile the benchmark window of a served run with vLLM's torch profiler (trace and top operators
             in ``<run dir>/profile``; see :mod:`ascendflow.profiling`).
+        baseline: the source deployment's measured figures of a migrated plan (:mod:`ascendflow.schema.baseline`);
+            ``python -m ascendflow.compare RUN_ID`` shows them beside this run's.
     """
 
     mode: Literal["auto", "plan", "serve", "offline", "capacity", "rehearse", "attach", "search"] = "auto"
@@ -65,6 +68,7 @@ class RunOptions(Spec):
     attach_capacity: bool = False
     attach_allow_mismatch: bool = False
     profile: bool = False
+    baseline: BaselineSpec = Field(default_factory=BaselineSpec)
 
     @field_validator("server_url")
     @classmethod

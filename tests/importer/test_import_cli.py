@@ -57,9 +57,13 @@ def test_migrate_with_a_baseline_then_compare(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "hardware                   nvidia_h200           atlas_800i_a2" in text
-    assert "source baseline (measured): output_throughput 2000, median_ttft_ms 80, median_tpot_ms 12" in text
+    assert "source baseline (measured): median_ttft_ms 80, median_tpot_ms 12, output_throughput 2000" in text
     assert "# Source baseline (measured): {\"median_tpot_ms\": 12.0, \"median_ttft_ms\": 80.0, " \
            "\"output_throughput\": 2000.0}" in out.read_text()
+    # the plan carries them (run.baseline): python -m ascendflow.compare RUN_ID shows them beside the run's
+    assert yaml.safe_load(out.read_text())["run"]["baseline"] == {
+        "source": str(bench), "hardware": "nvidia_h200",
+        "metrics": {"median_ttft_ms": 80.0, "median_tpot_ms": 12.0, "output_throughput": 2000.0}}
     saved = json.loads(out.with_suffix(".baseline.json").read_text())
     assert saved == {"recipe": "q8", "source": "command line", "hardware": "nvidia_h200",
                      "metrics": {"output_throughput": 2000.0, "median_ttft_ms": 80.0, "median_tpot_ms": 12.0}}
@@ -67,6 +71,6 @@ def test_migrate_with_a_baseline_then_compare(tmp_path, capsys):
     ascend.write_text(json.dumps({"output_throughput": 1500.0, "median_ttft_ms": 100.0, "median_tpot_ms": 15.0}))
     assert main(["compare-baseline", str(out.with_suffix(".baseline.json")), str(ascend)]) == 0
     assert capsys.readouterr().out.splitlines()[1:] == [
-        "output_throughput       2000.00       1500.00  0.750 (worse)",
         "median_ttft_ms            80.00        100.00  1.250 (worse)",
-        "median_tpot_ms            12.00         15.00  1.250 (worse)"]
+        "median_tpot_ms            12.00         15.00  1.250 (worse)",
+        "output_throughput       2000.00       1500.00  0.750 (worse)"]

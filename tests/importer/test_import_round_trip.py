@@ -1,5 +1,7 @@
-"""``python -m ascendflow.import``'s round trip: every vendored vllm-ascend CI config case and ten tutorial deployments
-(``tests/data/import_vllm/``, v0.23.0, cited in each file) are imported with the installed vLLM's parser, planned, and
+"""``python -m ascendflow.import``'s round trip: every vendored co-located vllm-ascend CI config (``tests/data/import_vllm/ci``
+and ``tests/data/ci_configs``, parametrised by file: each test case, each node of a multi-node one; PD configs:
+``test_import_ci_pd.py``) and ten tutorial deployments (``tests/data/import_vllm/``, v0.23.0, cited in each file) are
+imported with the installed vLLM's parser, planned, and
 the plan's ``vllm serve`` (per node) equals the source (options as a set, values as vLLM's parser types them, JSON
 parsed); what the plan does not write back is named, with the flags listed here whole."""
 
@@ -10,25 +12,37 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ascendflow.importer.command import parse_command, read_shell, read_source
+from ascendflow.importer.command import parse_command, read_shell
+from ascendflow.importer.ci import ci_hardware
+from ascendflow.importer.sources import read_source, read_yaml
 from ascendflow.importer.recipe import to_recipe
 from ascendflow.importer.roundtrip import compare_argv, plan_argv, plan_recipe, round_trip
 from ascendflow.schema.errors import ConfigError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "import_vllm"
 QUANT = ["--quantization"]  # vllm-ascend >= 0.17.0rc1 detects 'ascend' (engine_rules quantization_flag)
-#: CI test case -> (flags the plan does not write, --additional-config keys not carried).
+#: Vendored co-located CI config (``tests/data/import_vllm/ci/``, ``tests/data/ci_configs/``) -> its test cases (a
+#: multi-node config: its nodes) -> (flags the plan does not write, --additional-config keys not carried).
+NZ = ["enable_weight_nz_layout"]  # no vllm-ascend release reads it (compiler/rules/data/additional_config_keys.yaml)
 CI = {
-    # enable_weight_nz_layout: no vllm-ascend release reads it (compiler/rules/data/additional_config_keys.yaml)
-    "DeepSeek-R1-0528-W8A8-single": (["--additional-config", *QUANT], ["enable_weight_nz_layout"]),
-    "DeepSeek-R1-0528-W8A8-aclgraph": (["--additional-config", *QUANT], ["enable_weight_nz_layout"]),
-    "prefix-cache-qwen3-32b-w8a8": (["--additional-config", *QUANT], ["enable_weight_nz_layout"]),
-    "Qwen3-235B-A22B-W8A8-full_graph": (QUANT, []),
-    "Qwen3-235B-A22B-W8A8-piecewise": (QUANT, []),
-    "Qwen3-235B-A22B-W8A8-EPLB": (QUANT, []),
-    "Qwen3-30B-A3B-W8A8-TP1": ([], []),
-    "Qwen3-32B-W8A8-aclgraph-a3": (QUANT, []),
-    "Qwen3-32B-W8A8-single-a3": (QUANT, []),
+    "import_vllm/ci/DeepSeek-R1-0528-W8A8@v0.23.0.yaml": {
+        "DeepSeek-R1-0528-W8A8-single": (["--additional-config", *QUANT], NZ),
+        "DeepSeek-R1-0528-W8A8-aclgraph": (["--additional-config", *QUANT], NZ)},
+    "import_vllm/ci/Prefix-Cache-Qwen3-32B-Int8@v0.23.0.yaml": {
+        "prefix-cache-qwen3-32b-w8a8": (["--additional-config", *QUANT], NZ)},
+    "import_vllm/ci/Qwen3-235B-A22B-W8A8@v0.23.0.yaml": {
+        "Qwen3-235B-A22B-W8A8-full_graph": (QUANT, []), "Qwen3-235B-A22B-W8A8-piecewise": (QUANT, []),
+        "Qwen3-235B-A22B-W8A8-EPLB": (QUANT, [])},
+    "import_vllm/ci/Qwen3-30B-A3B-W8A8@v0.23.0.yaml": {"Qwen3-30B-A3B-W8A8-TP1": ([], [])},
+    "import_vllm/ci/Qwen3-32B-Int8@v0.23.0.yaml": {
+        "Qwen3-32B-W8A8-aclgraph-a3": (QUANT, []), "Qwen3-32B-W8A8-single-a3": (QUANT, [])},
+    # multi-node internal DP (one vllm serve per node): both nodes round-trip
+    "ci_configs/Qwen3-235B-A22B-A2.yaml": {"node 0": ([], []), "node 1": ([], [])},
+    "ci_configs/Qwen3-32B-Int8-A2.yaml": {
+        "Qwen3-32B-W8A8-aclgraph-a2": (QUANT, []), "Qwen3-32B-W8A8-single-a2": (QUANT, [])},
+    "ci_configs/Qwen3-32B-Int8.yaml": {
+        "Qwen3-32B-W8A8-aclgraph-a3": (QUANT, []), "Qwen3-32B-W8A8-single-a3": (QUANT, [])},
+    "ci_configs/Qwen3-8B-w8a8sc-310p.yaml": {"qwen3-8b": (QUANT, [])},
 }
 DP_LAUNCH = ["--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-size-local",
              "--data-parallel-start-rank"]
@@ -49,8 +63,15 @@ TUTORIALS = {
 }
 
 
-def _ci_cases():
-    return {c.name: c for path in sorted((DATA / "ci").glob("*.yaml")) for c in read_source(str(path))}
+def _ci_imports(path: Path):
+    """``[(case, imported)]`` of a co-located CI config: one per test case, or one for a multi-node config's nodes
+    (keyed ``node <k>``), on the hardware its name and ``npu_per_node`` say."""
+    commands = read_source(str(path))
+    hardware = ci_hardware(str(path), read_yaml(str(path)))
+    if "deployment" in read_yaml(str(path)):
+        imported = to_recipe(commands, hardware=hardware)
+        return [(f"node {k}", imported) for k in range(len(commands))]
+    return [(c.name, to_recipe([c], hardware=hardware)) for c in commands]
 
 
 def _tutorials():
@@ -66,22 +87,30 @@ def _tutorials():
 
 
 def test_every_vendored_case_is_listed():
-    assert sorted(_ci_cases()) == sorted(CI)
+    files = sorted(p.relative_to(DATA.parent).as_posix() for d in ("import_vllm/ci", "ci_configs")
+                   for p in (DATA.parent / d).glob("*.yaml"))
+    assert files == sorted(CI)
+    assert {f: sorted(case for case, _ in _ci_imports(DATA.parent / f)) for f in CI} == {
+        f: sorted(cases) for f, cases in CI.items()}
     assert sorted(_tutorials()) == sorted(TUTORIALS)
     assert len(TUTORIALS) >= 10
 
 
-@pytest.mark.parametrize("name", sorted(CI))
-def test_ci_config_round_trips(name):
-    command = _ci_cases()[name]
-    imported = to_recipe([command], hardware="atlas_800i_a3")
-    _, (trip,) = round_trip(imported)
-    assert trip.unexplained == []
-    assert sorted(f for f, _ in trip.not_written) == CI[name][0]
-    assert imported.dropped_additional == CI[name][1]
-    # every option of the source is accounted for: the same, or named as not written
-    assert sorted([*trip.same, *(f[2:].replace("-", "_") for f, _ in trip.not_written),
-                   *(c[0][2:].replace("-", "_") for c in trip.changed)]) == sorted({*command.given, "model_tag"})
+@pytest.mark.parametrize("path", sorted(CI))
+def test_ci_config_round_trips(path):
+    imports = _ci_imports(DATA.parent / path)
+    trips = {}
+    for case, imported in imports:
+        if id(imported) not in trips:
+            trips[id(imported)] = iter(round_trip(imported)[1])
+        trip = next(trips[id(imported)])
+        command = imported.commands[int(case.split()[1])] if case.startswith("node ") else imported.commands[0]
+        assert trip.unexplained == [], case
+        assert (sorted(f for f, _ in trip.not_written), imported.dropped_additional) == (
+            sorted(CI[path][case][0]), CI[path][case][1]), case
+        # every option of the source is accounted for: the same, or named as not written
+        assert sorted([*trip.same, *(f[2:].replace("-", "_") for f, _ in trip.not_written),
+                       *(c[0][2:].replace("-", "_") for c in trip.changed)]) == sorted({*command.given, "model_tag"})
 
 
 @pytest.mark.parametrize("source", sorted(TUTORIALS))

@@ -136,12 +136,12 @@ def test_baseline_from_a_bench_result(tmp_path):
     assert base == {"request_throughput": 4.0, "output_throughput": 1024.5, "median_ttft_ms": 120.0,
                     "p99_ttft_ms": 480.0, "median_tpot_ms": 20.0, "p99_tpot_ms": 35.0}
     rows = compare_baseline(base, {"output_throughput": 819.6, "median_ttft_ms": 150.0, "p99_tpot_ms": 28.0})
-    assert rows == [("output_throughput", 1024.5, 819.6, 819.6 / 1024.5), ("median_ttft_ms", 120.0, 150.0, 1.25),
-                    ("p99_tpot_ms", 35.0, 28.0, 0.8)]
+    assert rows == [("median_ttft_ms", 120.0, 150.0, 1.25), ("p99_tpot_ms", 35.0, 28.0, 0.8),
+                    ("output_throughput", 1024.5, 819.6, 819.6 / 1024.5)]
     assert render_comparison(rows).splitlines()[1:] == [
-        "output_throughput       1024.50        819.60  0.800 (worse)",
         "median_ttft_ms           120.00        150.00  1.250 (worse)",
-        "p99_tpot_ms               35.00         28.00  0.800 (better)"]
+        "p99_tpot_ms               35.00         28.00  0.800 (better)",
+        "output_throughput       1024.50        819.60  0.800 (worse)"]
 
 
 def test_bad_baseline_is_one_line(tmp_path):
@@ -169,7 +169,7 @@ def test_fp8_kv_cache_and_cuda_env_are_removed_on_ascend(tmp_path):
     script.write_text("export NCCL_IB_DISABLE=1\nexport HF_HUB_OFFLINE=1\n"
                       "vllm serve Qwen/Qwen3-8B --max-model-len 8192 --kv-cache-dtype fp8 \\\n"
                       "    --all2all-backend deepep_low_latency\n")
-    from ascendflow.importer.command import read_source
+    from ascendflow.importer.sources import read_source
 
     imported = to_recipe(read_source(str(script)), hardware="nvidia_h200")
     assert imported.recipe["ascend"]["env"] == {"NCCL_IB_DISABLE": "1", "HF_HUB_OFFLINE": "1"}

@@ -11,6 +11,32 @@ from ascendflow.schema.errors import ConfigError
 
 KEY = "engine.extra_args"
 
+#: vLLM argument names the launcher writes per node or per run: ``dest -> (key, why a command's value is not
+#: carried)``. One table for two messages: ``engine.extra_args`` refuses the flag naming the key (:data:`PLANNED`),
+#: and ``python -m ascendflow.import`` names the flag with the reason (``ascendflow/importer/recipe.py``
+#: ``NOT_CARRIED``).
+LAUNCHER_WRITTEN: dict[str, tuple[str, str]] = {
+    "host": ("the launcher (0.0.0.0)",
+             "the launcher binds 0.0.0.0 (ascendflow/compiler/launch); the address clients use is run.host"),
+    "api_key": ("run.api_key_env", "a secret is never written into a recipe: export it and set run.api_key_env=NAME"),
+    "distributed_executor_backend": ("parallel (the launcher picks it)",
+                                     "one node: vLLM's own choice (mp); ascendflow writes it for multi-node "
+                                     "launches only (parallel.distributed_executor_backend)"),
+    "profiler_config": ("run.profile", "profiling is run.profile=true (ascendflow writes its own --profiler-config)"),
+    "data_parallel_rank": ("pd.<role>.dp_launch (the launcher writes it)", "the launcher writes it per DP rank"),
+    "data_parallel_size_local": ("parallel.nodes (the launcher writes it)", "the launcher writes it"),
+    "data_parallel_start_rank": ("parallel.nodes (the launcher writes it)", "the launcher writes it per node"),
+    "headless": ("parallel.nodes (the launcher writes it)", "the launcher writes it per node"),
+    "data_parallel_address": ("parallel.node_addresses",
+                              "node 0's address: parallel.node_addresses or ASCENDFLOW_NODE0_IP at launch"),
+    "data_parallel_rpc_port": ("parallel.data_parallel_rpc_port",
+                               "parallel.data_parallel_rpc_port (ascendflow's own port, 13389 by default)"),
+    "nnodes": ("parallel.nodes", "parallel.nodes (one command per node)"),
+    "node_rank": ("parallel.nodes", "the launcher writes it per node"),
+    "master_addr": ("parallel.node_addresses",
+                    "node 0's address: parallel.node_addresses or ASCENDFLOW_NODE0_IP at launch"),
+    "master_port": ("parallel.master_port", "parallel.master_port"),
+}
 #: vLLM argument names (``EngineArgs`` / server ``dest``) that ascendflow plans, with the key that sets each. Every
 #: name in a plan's ``engine_args`` is refused too (the plan sets it), with ``docs/configuration.md`` as the pointer.
 PLANNED: dict[str, str] = {
@@ -18,13 +44,6 @@ PLANNED: dict[str, str] = {
     "served_model_name": "model.served_model_name", "trust_remote_code": "model.trust_remote_code",
     "tensor_parallel_size": "parallel.tensor_parallel_size", "pipeline_parallel_size": "parallel.pipeline_parallel_size",
     "data_parallel_size": "parallel.data_parallel_size", "enable_expert_parallel": "parallel.enable_expert_parallel",
-    "data_parallel_size_local": "parallel.nodes (the launcher writes it)",
-    "data_parallel_start_rank": "parallel.nodes (the launcher writes it)",
-    "data_parallel_rank": "pd.<role>.dp_launch (the launcher writes it)",
-    "data_parallel_address": "parallel.node_addresses", "data_parallel_rpc_port": "parallel.data_parallel_rpc_port",
-    "headless": "parallel.nodes (the launcher writes it)", "nnodes": "parallel.nodes", "node_rank": "parallel.nodes",
-    "master_addr": "parallel.node_addresses", "master_port": "parallel.master_port",
-    "distributed_executor_backend": "parallel (the launcher picks it)",
     "dtype": "engine.dtype", "max_model_len": "engine.max_model_len", "max_num_seqs": "engine.max_num_seqs",
     "max_num_batched_tokens": "engine.max_num_batched_tokens",
     "gpu_memory_utilization": "engine.gpu_memory_utilization", "kv_cache_memory_bytes": "engine.kv_cache_memory_bytes",
@@ -37,8 +56,8 @@ PLANNED: dict[str, str] = {
     "compilation_config": "graph=<option> (graph.cudagraph_mode, graph.cudagraph_capture_sizes)",
     "kv_cache_dtype": "quantization.kv_cache_dtype", "quantization": "quantization=<option>",
     "additional_config": "ascend.additional_config", "kv_transfer_config": "pd=<option>",
-    "profiler_config": "run.profile", "host": "the launcher (0.0.0.0)",
-    "port": "run.launch_port (pd.<role>.api_port)", "api_key": "run.api_key_env",
+    "port": "run.launch_port (pd.<role>.api_port)",
+    **{dest: key for dest, (key, _) in LAUNCHER_WRITTEN.items()},
 }
 
 
