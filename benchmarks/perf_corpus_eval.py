@@ -82,7 +82,8 @@ def compile_row(row: dict) -> tuple[dict, object]:
 
 def simulate(plan: dict, spec, calibration: dict, override: dict | None = None) -> dict[str, float]:
     """Predicted metrics of the row's workload (the scheduler model x the NPU step model at ``calibration``, with
-    ``override`` constants laid over it)."""
+    ``override`` constants laid over it): vLLM bench's medians, p99s and throughputs plus ``mean_ttft_ms`` and
+    ``mean_tpot_ms``."""
     hw = npu_peaks(spec.hardware.model_dump(), calibration)
     override = dict(override or {})
     latency = float(override.pop("request_latency_s", calibration.get("request_latency_s") or 0.0))
@@ -90,9 +91,12 @@ def simulate(plan: dict, spec, calibration: dict, override: dict | None = None) 
     step = npu_step_model(plan, hw, consts, spec.quantization.model_dump())
     w = spec.workload
     dp = int(plan["engine_args"].get("data_parallel_size") or 1)
-    return scheduler.simulate_dp(workload_requests(w, None), limits_of(plan), step, data_parallel_size=dp,
-                                 max_concurrency=w.max_concurrency, request_rate=w.request_rate,
-                                 seed=w.seed, request_latency_s=latency).metrics()
+    res = scheduler.simulate_dp(workload_requests(w, None), limits_of(plan), step, data_parallel_size=dp,
+                                max_concurrency=w.max_concurrency, request_rate=w.request_rate,
+                                seed=w.seed, request_latency_s=latency)
+    # the means too, for the rows whose source prints mean TTFT/TPOT (``statistic: mean``)
+    return {**res.metrics(), "mean_ttft_ms": 1e3 * float(np.mean(res.ttft_s)) if res.ttft_s else 0.0,
+            "mean_tpot_ms": 1e3 * float(np.mean(res.tpot_s)) if res.tpot_s else 0.0}
 
 
 def predict_rows(rows: list[dict], override: dict | None = None, quiet: bool = False) -> list[dict]:
@@ -119,7 +123,9 @@ def predict_rows(rows: list[dict], override: dict | None = None, quiet: bool = F
         w = spec.workload
         kind = ("rate" if w.request_rate and math.isfinite(w.request_rate) else "burst") + \
                (", long (>8k in)" if w.random_input_len > 8192 else "")
-        out.append({**row, "pred": {m: float(pred[m]) for m in METRICS}, "hardware": spec.hardware.name,
+        # a row whose source prints means (``statistic: mean``) is scored against the simulated means
+        stat = {m: m.replace("median_", "mean_") for m in METRICS} if row.get("statistic") == "mean" else {}
+        out.append({**row, "pred": {m: float(pred[stat.get(m, m)]) for m in METRICS}, "hardware": spec.hardware.name,
                     "class": interval_class(plan["model"]["architecture"], spec.hardware.name), "quant": scheme,
                     "workload_kind": kind, "fitted": bool(fitted),
                     "seconds": round(time.perf_counter() - t, 2)})
@@ -133,9 +139,12 @@ def predict_rows(rows: list[dict], override: dict | None = None, quiet: bool = F
 #: ``prefill_efficiency``: multiplier on ``gemm_efficiency`` for steps with a prefill chunk (npu.py);
 #: ``request_latency_s``: client-to-engine time of a request counted in TTFT (HTTP, chat template, tokenization,
 #: the API server's hand-off), as the CPU table model's ``CPU_REQUEST_LATENCY_S``.
-TERMS = (("prefill_efficiency", (1.0, 0.7, 0.5, 0.35, 0.25)),
+#: ``eager_full_factor``: multiplier on ``eager_layer_overhead_s`` for a PIECEWISE model's step beyond its largest
+#: capture size (no graph replayed; npu.py).
+TERMS = (("eager_full_factor", (1.0, 2.0, 4.0, 8.0)),
+         ("prefill_efficiency", (1.0, 0.7, 0.5, 0.35, 0.25)),
          ("request_latency_s", (0.0, 0.025, 0.05, 0.1, 0.2)))
-PREFILL_GRID = TERMS[0][1]
+PREFILL_GRID = TERMS[1][1]
 
 
 def loss(rows: list[dict]) -> float:
@@ -143,43 +152,53 @@ def loss(rows: list[dict]) -> float:
     return sum(x * x for r in rows for m in METRICS if (x := resid(r, m)) is not None)
 
 
-def lofo_refit(rows: list[dict], name: str, grid: tuple[float, ...], base: dict | None = None
-               ) -> tuple[list[dict], float, dict]:
-    """Grouped leave-one-family-out refit of the term ``name`` over ``grid`` (``grid[0]``: the term off), on top of
-    the ``base`` terms: each family's rows predicted at the value that fits the *other* families best. The term
-    ships (the value chosen on all rows) only if these out-of-sample predictions beat the term off on the same rows
-    (sum of squared log residuals); else ``grid[0]`` ships and the rows returned are the term-off predictions."""
-    base = dict(base or {})
-    by_value = {g: {r["id"]: r for r in predict_rows(rows, {**base, name: g}, quiet=True)} for g in grid}
-    fams = sorted({r["family"] for r in rows})
-    chosen, refit = {}, []
-    for fam in fams:
-        g = min(grid, key=lambda v: (loss([r for r in by_value[v].values() if r["family"] != fam
-                                           and "pred" in r]), abs(v - grid[0])))
-        chosen[fam] = g
-        refit += [{**r, name: g} for r in by_value[g].values() if r["family"] == fam]
-    best_all = min(grid, key=lambda v: (loss([r for r in by_value[v].values() if "pred" in r]), abs(v - grid[0])))
-    off = [{**r, name: grid[0]} for r in by_value[grid[0]].values()]
-    lofo_loss, off_loss = loss([r for r in refit if "pred" in r]), loss([r for r in off if "pred" in r])
-    adopted = lofo_loss < off_loss
-    facts = {"term": name, "grid": list(grid), "per_family": chosen, "best_on_all_rows": best_all,
-             "adopted": adopted, "shipped": best_all if adopted else grid[0],
-             "lofo_loss_refit": round(lofo_loss, 3), "lofo_loss_term_off": round(off_loss, 3),
-             "loss_all_rows": {str(g): round(loss([r for r in by_value[g].values() if "pred" in r]), 3)
-                               for g in grid}}
-    return (refit, best_all, facts) if adopted else (off, grid[0], facts)
-
-
 def refit_terms(rows: list[dict]) -> tuple[list[dict], dict, list[dict]]:
-    """Every :data:`TERMS` refit in turn (:func:`lofo_refit`); the shipped values, the final out-of-sample rows
-    and each term's facts. A term adopted out of sample is carried into the next term's base at its shipped
-    value."""
-    base, facts, out = {}, [], rows
+    """Every :data:`TERMS` refit in turn, grouped leave-one-family-out with nested folds: for each left-out family
+    the whole chain (every earlier term, then this one) is chosen on the *other* families' rows only, each term
+    over its grid on top of that fold's earlier choices (ties to the term off, ``grid[0]``); the left-out family's
+    rows are predicted at its fold's values. A term is adopted only if these out-of-sample predictions beat the
+    term off (each fold's chain with ``grid[0]`` for this term; sum of squared log residuals); else every fold and
+    the shipped model keep ``grid[0]``. The shipped value is the one chosen on all rows on top of the shipped
+    earlier terms. Returns the final out-of-sample rows (each family at its fold's values, in corpus order), the
+    shipped values and each term's facts."""
+    fams = sorted({r["family"] for r in rows})
+    order = {r["id"]: i for i, r in enumerate(rows)}
+    cache: dict[tuple, dict[str, dict]] = {}
+
+    def preds(override: dict) -> dict[str, dict]:
+        key = tuple(sorted(override.items()))
+        if key not in cache:
+            cache[key] = {r["id"]: r for r in predict_rows(rows, dict(override), quiet=True)}
+        return cache[key]
+
+    def fold_rows(values: dict[str, dict]) -> list[dict]:
+        out = [r for fam in fams for r in preds(values[fam]).values() if r["family"] == fam]
+        return sorted(out, key=lambda r: order[r["id"]])
+
+    fold = {fam: {} for fam in fams}
+    shipped: dict[str, float] = {}
+    facts = []
     for name, grid in TERMS:
-        out, value, f = lofo_refit(rows, name, grid, base)
-        base[name] = value
-        facts.append(f)
-    return out, base, facts
+        chosen = {fam: min(grid, key=lambda v, fam=fam: (loss([r for r in preds({**fold[fam], name: v}).values()
+                                                                if r["family"] != fam and "pred" in r]),
+                                                          abs(v - grid[0])))
+                  for fam in fams}
+        best_all = min(grid, key=lambda v: (loss([r for r in preds({**shipped, name: v}).values() if "pred" in r]),
+                                            abs(v - grid[0])))
+        refit = fold_rows({fam: {**fold[fam], name: chosen[fam]} for fam in fams})
+        off = fold_rows({fam: {**fold[fam], name: grid[0]} for fam in fams})
+        lofo_loss, off_loss = loss([r for r in refit if "pred" in r]), loss([r for r in off if "pred" in r])
+        adopted = lofo_loss < off_loss
+        for fam in fams:
+            fold[fam][name] = chosen[fam] if adopted else grid[0]
+        shipped[name] = best_all if adopted else grid[0]
+        facts.append({"term": name, "grid": list(grid), "per_family": chosen, "best_on_all_rows": best_all,
+                      "adopted": adopted, "shipped": shipped[name], "lofo_loss_refit": round(lofo_loss, 3),
+                      "lofo_loss_term_off": round(off_loss, 3),
+                      "loss_all_rows": {str(g): round(loss([r for r in preds({**shipped, name: g}).values()
+                                                            if "pred" in r]), 3) for g in grid}})
+    final = [{**r, **fold[r["family"]]} for r in fold_rows(fold)]
+    return final, shipped, facts
 
 
 def resid(row: dict, m: str) -> float | None:
@@ -193,7 +212,13 @@ def quantiles(values: list[float], groups: list[str] | None = None) -> tuple[flo
     """10th and 90th percentiles of ``values``, each row weighted ``1 / (rows of its family)`` when ``groups``
     names the families (families, not rows, are the exchangeable units of a grouped check: one tutorial's eight
     rows must not outvote six other families); weighted quantiles by linear interpolation of the weighted CDF at
-    the rows' mid-weights (Hyndman & Fan 1996 definition 5, weighted)."""
+    the rows' mid-weights (Hyndman & Fan 1996 definition 5, weighted).
+
+    Finite-sample correction of split conformal prediction (Lei, G'Sell, Rinaldo, Tibshirani, Wasserman,
+    "Distribution-Free Predictive Inference for Regression", JASA 113(523), 2018, §2.2: the
+    ``ceil((n + 1)(1 − α))``-th of ``n`` calibration residuals), per tail at ``α/2``: the upper level is
+    ``(1 − α/2)(1 + 1/n)`` and the lower ``1 −`` that, ``n`` the exchangeable units (families when ``groups``
+    is given, else rows); a level past the data takes the extreme residual."""
     v = np.array(values, dtype=float)
     if groups is None:
         w = np.ones_like(v)
@@ -203,7 +228,9 @@ def quantiles(values: list[float], groups: list[str] | None = None) -> tuple[flo
     order = np.argsort(v)
     v, w = v[order], w[order]
     cdf = (np.cumsum(w) - 0.5 * w) / w.sum()
-    lo, hi = np.interp([(1 - COVERAGE) / 2, 1 - (1 - COVERAGE) / 2], cdf, v)
+    n = len(set(groups)) if groups is not None else len(v)
+    upper = min(1.0, (1 - (1 - COVERAGE) / 2) * (1 + 1 / n))
+    lo, hi = np.interp([1 - upper, upper], cdf, v)
     return float(lo), float(hi)
 
 
@@ -277,8 +304,9 @@ def intervals_text(result: dict) -> str:
     head = ("# 80 % prediction intervals of the NPU step model per class, from grouped out-of-sample residuals\n"
             "# log(predicted / measured) of the measurement corpus (ascendflow/perfmodel/corpus/). Written by\n"
             f"# benchmarks/perf_corpus_eval.py on {result['date']}; do not edit by hand. A figure's interval is\n"
-            "# [predicted / exp(q90_log), predicted / exp(q10_log)]; a class or metric missing here has no measured\n"
-            "# error (fewer than 3 residuals).\n")
+            "# [predicted / exp(q90_log), predicted / exp(q10_log)]; q10/q90 are family-weighted quantiles at the\n"
+            "# split-conformal levels 1 - u and u = 0.9 (1 + 1/families) (capped at the extreme residual). A class or\n"
+            "# metric missing here has no measured error (fewer than 3 residuals).\n")
     body = {"coverage": COVERAGE, "source": "benchmarks/perf_corpus_eval.py (grouped leave-one-family-out)",
             "lofo_coverage": result["intervals"]["coverage"], "classes": result["intervals"]["shipped"]}
     return head + yaml.safe_dump(body, sort_keys=False)
@@ -327,7 +355,8 @@ def markdown(result: dict) -> str:
                   + (f"it ships at {f['shipped']:g}." if f["adopted"] else
                      f"it is **not** adopted (ships at {f['shipped']:g})."), ""]
     lines += ["Every figure below is out of sample by family: each family's prediction at its own fold's values of "
-              "the adopted terms (the term-off model where none is adopted; the 11 fitted rows excepted).", ""]
+              "the adopted terms, the whole chain of terms chosen on the other families' rows only (nested folds; "
+              "the term-off model where none is adopted; the 11 fitted rows excepted).", ""]
     lines += [f"Corpus: {c['rows']} rows ({c['ci_rows']} CI baselines, {c['ci_expressible']} of them expressible; "
              f"{c['pr_rows']} curated), {c['models']} models, hardware {', '.join(c['hardware'])}; scored "
              f"{result['scored_rows']} rows ({result['failed_rows']} failed to plan). Spearman of output tokens/s "
@@ -402,7 +431,8 @@ def score_kept_out(git_dir: str, shipped: dict, terms: dict) -> dict:
 
 def set_terms(path: Path, terms: dict) -> None:
     """Write the refitted terms into a calibration file: ``constants.prefill_efficiency`` (after
-    ``mtp_accept_length``) and the top-level ``request_latency_s`` (after ``hardware:``), replacing earlier lines."""
+    ``mtp_accept_length``), ``constants.eager_full_factor`` (after it) and the top-level ``request_latency_s``
+    (after ``hardware:``), replacing earlier lines."""
     text = path.read_text()
     why = "chosen by grouped leave-one-family-out (benchmarks/perf_corpus_eval.py)"
     pe = f"  prefill_efficiency: {terms['prefill_efficiency']:g}   # {why}: multiplier on gemm_efficiency for a step " \
@@ -411,6 +441,12 @@ def set_terms(path: Path, terms: dict) -> None:
         text = re.sub(r"^  prefill_efficiency:.*$", lambda _: pe, text, flags=re.M)
     else:
         text = re.sub(r"^(  mtp_accept_length:.*)$", lambda m: m[1] + "\n" + pe, text, count=1, flags=re.M)
+    ef = f"  eager_full_factor: {terms['eager_full_factor']:g}   # {why}: multiplier on eager_layer_overhead_s for " \
+         f"a PIECEWISE model's step beyond its largest capture size (no graph replayed)"
+    if "eager_full_factor:" in text:
+        text = re.sub(r"^  eager_full_factor:.*$", lambda _: ef, text, flags=re.M)
+    else:
+        text = re.sub(r"^(  prefill_efficiency:.*)$", lambda m: m[1] + "\n" + ef, text, count=1, flags=re.M)
     rl = f"request_latency_s: {terms['request_latency_s']:g}   # {why}: client-to-engine time of a request, in TTFT"
     if re.search(r"^request_latency_s:", text, flags=re.M):
         text = re.sub(r"^request_latency_s:.*$", lambda _: rl, text, flags=re.M)

@@ -68,7 +68,7 @@ PLACEHOLDER_MAX = 5.0
 #: CI model repo (lower case, without the org) -> (ascendflow model option, linear scheme or None). Only models whose
 #: architecture the catalogue (``conf/model``) holds. DeepSeek-V3/V3.1/R1 share DeepseekV3ForCausalLM's shape fields.
 MODELS: dict[str, str] = {
-    "qwen3-8b": "qwen3_8b", "qwen3-32b": "qwen3_32b", "qwen3-30b-a3b": "qwen3_30b_a3b",
+    "qwen3-8b": "qwen3_8b", "qwen3-14b": "qwen3_14b", "qwen3-32b": "qwen3_32b", "qwen3-30b-a3b": "qwen3_30b_a3b",
     "qwen3-235b-a22b": "qwen3_235b_a22b", "qwen2.5-7b-instruct": "qwen2_5_7b_instruct",
     "qwen3-0.6b": "qwen3_0_6b", "qwen3-4b": "qwen3_4b", "deepseek-v3.1": "deepseek_r1", "deepseek-v3": "deepseek_r1",
     "deepseek-r1": "deepseek_r1", "deepseek-r1-0528": "deepseek_r1", "kimi-k2-instruct": "kimi_k2",

@@ -20,12 +20,12 @@ def test_a_pd_plan_s_summary_labels_the_co_located_and_the_per_role_predictions(
     assert [k for k in rows if k.startswith("perf model")] == [
         "perf model (co-located)", "perf model (prefill)", "perf model (decode)", "perf model (P:D)"]
     assert rows["perf model (co-located)"] == (
-        "the decode role's engine alone serving prefill and decode (not this PD deployment): predicted 1,039 tok/s "
-        "(666–1,556), TPOT median 29.3 ms (20.6–53.5), TTFT median 218 ms (263–563) (NPU step model "
+        "the decode role's engine alone serving prefill and decode (not this PD deployment): predicted 993 tok/s "
+        "(367–2,207), TPOT median 29.3 ms (18.9–81.3), TTFT median 400 ms (169–1,051) (NPU step model "
         "(ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml; 80 % interval of class atlas_a2_a3)")
-    assert rows["perf model (prefill)"] == ("39.83 req/s per prefill instance within p99 TTFT ≤ 2000 ms (median TTFT "
-                                            "403 ms, p99 TTFT 905 ms)")
+    assert rows["perf model (prefill)"] == ("41.97 req/s per prefill instance within p99 TTFT ≤ 2000 ms (median TTFT "
+                                            "366 ms, p99 TTFT 856 ms)")
     assert rows["perf model (decode)"] == ("161.10 req/s per decode instance within p99 TPOT ≤ 150 ms (median TPOT "
                                            "51 ms, p99 TPOT 55 ms)")
-    assert rows["perf model (P:D)"] == ("planned 2:1 (2 prefill, 1 decode instance(s)): 79.66 req/s, prefill-bound; "
+    assert rows["perf model (P:D)"] == ("planned 2:1 (2 prefill, 1 decode instance(s)): 83.94 req/s, prefill-bound; "
                                         "recommended 4:1")

@@ -4,7 +4,9 @@ per-step overhead. Pure.
 One engine step of one DP rank (the scheduler prices each rank's batch) is::
 
     layers × (GEMMs + MoE experts + attention + elementwise + TP/EP collectives) + LM head
-    + step_overhead_s + (eager_layer_overhead_s × layers when the step is not replayed as a full graph)
+    + step_overhead_s + (eager_layer_overhead_s × layers when the step is replayed piecewise)
+
+and a step that replays no graph takes ``max(device time, host launch time) + step_overhead_s``.
 
 Each op is a roofline ``max(flops / (eff_gemm × peak), bytes / (eff_mem × bandwidth))`` (Williams, Waterman,
 Patterson, "Roofline", CACM 52(4), 2009) at *achieved* efficiencies fitted to public vllm-ascend measurements
@@ -33,9 +35,27 @@ Patterson, "Roofline", CACM 52(4), 2009) at *achieved* efficiencies fitted to pu
 * **EP dispatch and combine** (MC2: vllm-ascend ``ops/fused_moe/moe_comm_method.py``): each a collective moving
   ``B·k·H`` activations of which ``(ep−1)/ep`` leave the rank: ``α + bytes × (ep−1)/ep / bw``, two per MoE layer.
 * **Per-step overhead** (scheduling, input preparation, sampling, output processing): ``step_overhead_s``; a step
-  that is not replayed as one full graph (eager, piecewise, or a mixed prefill step under ``FULL_DECODE_ONLY``)
-  also launches each layer's kernels from the host: ``eager_layer_overhead_s`` per layer (vLLM
-  ``compilation_config.cudagraph_mode``; ACL graphs in vllm-ascend ``compilation/acl_graph.py``).
+  that is not replayed as one full graph also launches kernels of each layer from the host (vLLM
+  ``compilation_config.cudagraph_mode``; ACL graphs in vllm-ascend ``compilation/acl_graph.py``):
+  a step replayed **piecewise** (``PIECEWISE``, or the piecewise half of a native ``FULL_AND_PIECEWISE``, with its
+  token count within the largest capture size: vLLM's ``CUDAGraphWrapper`` replays the pieces between the
+  attention splitting ops, ``CompilationConfig.splitting_ops``, and the attention runs eagerly) adds
+  ``eager_layer_overhead_s`` per layer; a step that replays **no graph** launches every op from the host while the
+  device runs those already queued (ACL streams run asynchronously to the host; ``TASK_QUEUE_ENABLE``, set in
+  vllm-ascend's images and tutorials, adds a second dispatch stage), so it takes ``max(device time, host launch
+  time)``: host-bound at small batches, device-bound at large ones. Its host time per layer is
+  ``eager_layer_overhead_s`` under ``--enforce-eager`` (plain PyTorch) and for a mixed step or one beyond the
+  capture sizes under ``FULL_DECODE_ONLY``/``FULL`` (vllm-ascend keeps ``enable_npugraph_ex`` there, which compiles
+  the general-shape graph), and ``eager_layer_overhead_s × eager_full_factor`` for a ``PIECEWISE`` model's step
+  beyond its largest capture size (vLLM ``CudagraphDispatcher.dispatch`` returns ``NONE``;
+  ``compilation/piecewise_backend.py`` runs the general-shape split graph, each piece's ``CUDAGraphWrapper``
+  falling through; vllm-ascend ``platform.py`` ``check_and_update_config`` turns ``enable_npugraph_ex`` off for
+  ``PIECEWISE``, v0.20.2rc1): its own constant, because no enforce-eager row measures that path (1.0 unless
+  ``benchmarks/perf_corpus_eval.py``'s grouped leave-one-family-out choice ships another value). E.g. Kimi-K2 at TP16 on vllm-ascend 0.20.2rc1 captures
+  sizes 1, 2, 4, 8 (``max_num_seqs`` 12: ``platform.py`` ``_get_default_max_cudagraph_capture_size`` =
+  ``max_num_seqs × (1 + spec tokens)``, vLLM's 1, 2, 4, 8, 16, ... ladder up to it): its tutorial's TPOT is
+  57–87 ms at 1–8 concurrent requests and 200–230 ms at 10–12 (``docs/source/tutorials/models/Kimi-K2-Thinking.md``
+  §8).
 * **MTP** (DeepSeek-V3, arXiv 2412.19437 §2.2, §5.4.3): a decode row verifies ``1 + s`` tokens and runs the draft
   layer ``s`` times, and emits ``(1 − α^(s+1)) / (1 − α)`` tokens on average (Leviathan et al., ICML 2023, eq. 1;
   :func:`accepted_per_step`); a decode-only step's time is divided by it (the scheduler counts one token per row
@@ -87,6 +107,7 @@ class NpuConstants:
     internode_bandwidth_gbps: float
     mtp_accept_length: float
     prefill_efficiency: float = 1.0
+    eager_full_factor: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +122,7 @@ class NpuLayout:
     linear_scheme: str | None = None
     expert_scheme: str | None = None
     full_graph_decode: bool = False
+    piecewise_graph: bool = False
     max_capture_size: int = 0
     spec_tokens: int = 0
     async_scheduling: bool = False
@@ -279,7 +301,15 @@ class NpuStepModel:
         if lay.spec_tokens:  # the MTP draft layer, once per speculative token, on the decode rows
             time += lay.spec_tokens * (common + self._mlp(decode, not experts)) * decode / t
         full_graph = lay.full_graph_decode and decode == len(batch) and len(batch) <= lay.max_capture_size
-        time += 0.0 if full_graph else c.eager_layer_overhead_s * layers
+        piecewise = lay.piecewise_graph and t <= lay.max_capture_size
+        if piecewise and not full_graph:
+            time += c.eager_layer_overhead_s * layers
+        elif not full_graph:
+            # no graph at all: the host launches every op while the device runs those already queued (ACL streams
+            # run asynchronously to the host), so the step takes the longer of the two; a PIECEWISE-compiled
+            # model's step beyond its capture sizes runs its split FX graph op by op (eager_full_factor)
+            host = c.eager_layer_overhead_s * layers * (c.eager_full_factor if lay.piecewise_graph else 1.0)
+            time = max(time, host)
         # async scheduling overlaps the host's scheduling and output processing with the device's forward pass
         # (vLLM --async-scheduling: the engine core schedules step n+1 while step n runs, vllm/v1/engine/core.py
         # step_with_batch_queue), so the host's per-step time is hidden up to the device time
@@ -310,6 +340,7 @@ def layout_of(plan: Mapping[str, Any], quantization: Mapping[str, Any] | None) -
         devices_per_node=int(target.get("devices_per_node") or 8),
         linear_scheme=q.get("linear_scheme"), expert_scheme=q.get("expert_scheme"),
         full_graph_decode=not graph.get("enforce_eager") and mode.startswith("FULL"),
+        piecewise_graph=not graph.get("enforce_eager") and mode in ("PIECEWISE", "FULL_AND_PIECEWISE"),
         max_capture_size=max(sizes) if sizes else 0, spec_tokens=int(spec.get("num_speculative_tokens") or 0),
         async_scheduling=ea.get("async_scheduling") is True)
 

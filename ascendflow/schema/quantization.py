@@ -6,7 +6,7 @@ from typing import Literal
 
 from ascendflow.schema.base import Spec
 
-Scheme = Literal["W8A8", "W8A8_DYNAMIC", "W8A16", "W4A8_DYNAMIC"]
+Scheme = Literal["W8A8", "W8A8_DYNAMIC", "W8A16", "W4A8_DYNAMIC", "W4A16"]
 
 
 class QuantizationSpec(Spec):

@@ -29,17 +29,19 @@ def test_search_writes_table_recipes_and_children(tmp_path: Path, mlflow_uri: st
     out = next(tmp_path.glob("outputs/runs/*/*/search"))
     assert (out / "pareto.png").stat().st_size > 10_000
     rows = json.loads((out / "candidates.json").read_text())["candidates"]
-    # the ranked order: the two co-located FDO layouts tie (one instance of DP8, or two of DP4: the same per device),
-    # and the eager ones tie with them: their 80 % interval of tokens/s per device (138.9-324.3, class atlas_a2_a3 of
-    # calibration/intervals.yaml) overlaps the best's (195.9-457.5); the PD candidates have no measured error
+    # the ranked order: the two co-located TP2 layouts (one instance of DP8, or two of DP4: the same per device), FDO
+    # and eager alike (their steps beyond the capture sizes and prefill steps price at the same eager rate), and
+    # the PD candidates tie with the best: the 80 % interval of tokens/s per device (class atlas_a2_a3 of
+    # calibration/intervals.yaml, at split-conformal levels that reach the extreme family residuals) is wide enough
+    # that 12 of the 14 overlap the best's
     assert [(r["label"], r["rank"], r["tie"]) for r in rows if r.get("rank")][:5] == [
-        ("TP2xDP4 FDO s16 t4096 ×2 [none]", 1, False), ("TP2xDP8 FDO s16 t4096 ×1 [none]", 1, True),
-        ("TP2xDP4 eager s16 t4096 ×2 [none]", 1, True), ("TP2xDP8 eager s16 t4096 ×1 [none]", 1, True),
-        ("PD 1P(TP2xDP4 eager s16 t4096) 1D(TP2xDP4 FDO s16 t256) [none]", 5, False)]
+        ("TP2xDP4 FDO s16 t4096 ×2 [none]", 1, False), ("TP2xDP4 eager s16 t4096 ×2 [none]", 1, True),
+        ("TP2xDP8 FDO s16 t4096 ×1 [none]", 1, True), ("TP2xDP8 eager s16 t4096 ×1 [none]", 1, True),
+        ("PD 1P(TP2xDP4 eager s16 t4096) 1D(TP2xDP4 FDO s16 t256) [none]", 1, True)]
     assert sorted({r["kind"] for r in rows}) == ["colocated", "pd"]
     recipes = sorted((out / "recipes" / "recipe").glob("*.yaml"))
-    assert [p.stem for p in recipes] == ["search_1_colocated_tp2xdp4", "search_2_colocated_tp2xdp8",
-                                         "search_3_colocated_tp2xdp4"]
+    assert [p.stem for p in recipes] == ["search_1_colocated_tp2xdp4", "search_2_colocated_tp2xdp4",
+                                         "search_3_colocated_tp2xdp8"]
     for path in recipes:  # each recipe plans again, on its own, to the plan the search wrote beside it
         _, plan = plan_for([f"+recipe={path.stem}", f"hydra.searchpath=[file://{out / 'recipes'}]"])
         assert plan.plan_hash == json.loads((out / "recipes" / path.stem / "plan.json").read_text())["plan_hash"]
@@ -56,13 +58,13 @@ def test_search_writes_table_recipes_and_children(tmp_path: Path, mlflow_uri: st
     table, csv, png = compare(parent.info.run_id, mlflow_uri, tmp_path / "compare")
     assert len(table) == 14 and csv.exists()
     assert sorted(table["run"])[:1] == ["PD 1P(TP2xDP4 eager s16 t4096) 1D(TP2xDP4 FDO s16 t256) [none]"]
-    assert set(table["predicted_capacity_rps"].round(2)) >= {19.09}
+    assert set(table["predicted_capacity_rps"].round(2)) >= {19.24}
 
 
 @pytest.mark.parametrize("extra, line", [
     (["slo.p99_tpot_ms=1"], "error: slo={'p99_ttft_ms': 2000.0, 'p99_tpot_ms': 1.0}: no candidate meets TTFT p99 <= "
                             "2000 ms and TPOT p99 <= 1 ms at any load (8 feasible); the nearest SLO a candidate "
-                            "meets: slo.p99_ttft_ms=46 slo.p99_tpot_ms=16"),
+                            "meets: slo.p99_ttft_ms=36 slo.p99_tpot_ms=16"),
     (["model=deepseek_r1", "quantization=none", "search.nodes=1", "engine.max_model_len=4096"],
      "error: search.nodes=1: no feasible candidate for deepseek_r1 on 1 × atlas_800i_a2: 8 infeasible: 8 weights do "
      "not fit; give more nodes (search.nodes) or a smaller quantization (search.quantizations)"),

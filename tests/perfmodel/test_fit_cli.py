@@ -74,8 +74,10 @@ def test_fit_recovers_measured_runs_and_plans_record_the_calibration(tmp_path: P
     client.set_terminated(mismatched.info.run_id, "FINISHED")
 
     out = tmp_path / "calib.yaml"
+    # 20 evaluations: an eager step is max(device, host launches) since issue 28, a kink the finite-difference
+    # trust region needs a few more steps to cross (12 left 1.1 % of error)
     proc = subprocess.run([sys.executable, "-m", "ascendflow.perfmodel.fit", "--experiment", "npu-cluster",
-                           "--tracking-uri", uri, "--out", str(out), "--max-nfev", "12",
+                           "--tracking-uri", uri, "--out", str(out), "--max-nfev", "20",
                            "--prior-strength", "0"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -21,7 +21,10 @@ CONSTS = NpuConstants(gemm_efficiency=0.5, memory_efficiency=0.5, step_overhead_
 
 
 def model(arch=DENSE, **layout) -> NpuStepModel:
-    return NpuStepModel(arch, NpuLayout(**layout), CONSTS, peak_flops=300e12, bandwidth_bps=1.6e12)
+    """A step model replaying full decode graphs unless ``layout`` says otherwise (an eager step's host launches
+    would hide these toy layers' device terms)."""
+    return NpuStepModel(arch, NpuLayout(**{"full_graph_decode": True, "max_capture_size": 512, **layout}), CONSTS,
+                        peak_flops=300e12, bandwidth_bps=1.6e12)
 
 
 def test_distinct_experts_is_the_occupancy_count():
@@ -46,12 +49,13 @@ def test_quantized_weights_make_a_memory_bound_decode_step_faster():
 
 def test_graph_replay_saves_the_per_layer_launch_overhead_exactly():
     batch = [Work(100, 1)] * 4
-    eager = model().step_s(batch)
+    piecewise = model(full_graph_decode=False, piecewise_graph=True).step_s(batch)
     graph = model(full_graph_decode=True, max_capture_size=8).step_s(batch)
-    assert eager - graph == pytest.approx(DENSE["num_hidden_layers"] * CONSTS.eager_layer_overhead_s)
-    # a prefill step is not replayed as a full graph
+    assert piecewise - graph == pytest.approx(DENSE["num_hidden_layers"] * CONSTS.eager_layer_overhead_s)
+    # a prefill step is not replayed as a full graph (FULL_AND_PIECEWISE replays it piecewise)
     mixed = batch + [Work(0, 64)]
-    assert model().step_s(mixed) == pytest.approx(model(full_graph_decode=True, max_capture_size=8).step_s(mixed))
+    assert model(full_graph_decode=False, piecewise_graph=True).step_s(mixed) == pytest.approx(
+        model(piecewise_graph=True).step_s(mixed))
 
 
 def test_mtp_divides_a_decode_step_by_the_accept_length():
@@ -63,11 +67,13 @@ def test_mtp_divides_a_decode_step_by_the_accept_length():
 
 def test_tp_adds_two_all_reduces_per_layer_and_ep_replaces_the_moe_one():
     batch = [Work(100, 1)]
-    no_lat = NpuStepModel(DENSE, NpuLayout(tp=2), replace(CONSTS, collective_latency_s=0.0), 300e12, 1.6e12)
+    graph = {"full_graph_decode": True, "max_capture_size": 512}
+    no_lat = NpuStepModel(DENSE, NpuLayout(tp=2, **graph), replace(CONSTS, collective_latency_s=0.0), 300e12, 1.6e12)
     # 2 all-reduces per layer + the LM head's all-gather: 2 × layers + 1 collectives
     assert model(tp=2).step_s(batch) - no_lat.step_s(batch) == pytest.approx((2 * 4 + 1) * CONSTS.collective_latency_s)
-    ep = NpuStepModel(MOE, NpuLayout(tp=2, ep=True), CONSTS, 300e12, 1.6e12)
-    ep0 = NpuStepModel(MOE, NpuLayout(tp=2, ep=True), replace(CONSTS, collective_latency_s=0.0), 300e12, 1.6e12)
+    ep = NpuStepModel(MOE, NpuLayout(tp=2, ep=True, **graph), CONSTS, 300e12, 1.6e12)
+    ep0 = NpuStepModel(MOE, NpuLayout(tp=2, ep=True, **graph), replace(CONSTS, collective_latency_s=0.0), 300e12,
+                       1.6e12)
     # attention all-reduce + dispatch + combine per layer, + the LM head's all-gather
     assert ep.step_s(batch) - ep0.step_s(batch) == pytest.approx((3 * 4 + 1) * CONSTS.collective_latency_s)
 
@@ -115,7 +121,7 @@ def test_prefill_efficiency_scales_the_cube_rate_of_steps_with_a_prefill_chunk_o
     slow = NpuStepModel(DENSE, NpuLayout(), replace(CONSTS, prefill_efficiency=0.5), 300e12, 1.6e12)
     prefill, decode = [Work(0, 2048), Work(100, 1)], [Work(100, 1)] * 4
     assert slow.step_s(prefill) == half.step_s(prefill)
-    assert slow.step_s(decode) == model().step_s(decode)
+    assert slow.step_s(decode) == model(full_graph_decode=False).step_s(decode)
 
 
 def test_the_300i_duo_takes_its_peaks_from_its_calibration():
@@ -126,3 +132,37 @@ def test_the_300i_duo_takes_its_peaks_from_its_calibration():
     own = npu_peaks({"peak_tflops_bf16": 100.0, "memory_bandwidth_gbps": 300.0}, cal)  # the option's own win
     assert (own["peak_tflops_bf16"], own["memory_bandwidth_gbps"]) == (100.0, 300.0)
     NpuConstants(**cal["constants"])
+
+
+def test_w4a16_experts_are_int4_plus_a_bf16_scale_and_offset_per_group_of_32():
+    # vllm-ascend quantization/methods/w4a16.py: int32-packed int4 (0.5 B) + bf16 scale + bf16 offset per 32 inputs
+    assert bytes_per_weight("W4A16", 2) == 0.625
+    from ascendflow.compiler.memory.quant_bytes import quant_bytes
+    assert quant_bytes(2048, 7168, "W4A16", "bfloat16", 2) == 2048 * 7168 // 2 + 2 * 2 * 2048 * (7168 // 32)
+
+
+def test_a_compiled_step_beyond_the_largest_capture_size_launches_every_op_overlapped_with_the_device():
+    consts = replace(CONSTS, eager_full_factor=3.0)
+    layers, per_layer, step_s = DENSE["num_hidden_layers"], CONSTS.eager_layer_overhead_s, CONSTS.step_overhead_s
+
+    def step(batch, **layout):
+        return NpuStepModel(DENSE, NpuLayout(**layout), consts, 300e12, 1.6e12).step_s(batch)
+
+    def device(batch):  # the step without launches or the per-step host time
+        return NpuStepModel(DENSE, NpuLayout(), replace(consts, eager_layer_overhead_s=0.0, step_overhead_s=0.0),
+                            300e12, 1.6e12).step_s(batch)
+    small, big = [Work(100, 1)] * 10, [Work(4000, 1)] * 256
+    assert device(small) < layers * per_layer < 3 * layers * per_layer < device(big)
+    # PIECEWISE with capture sizes up to 8 (Kimi-K2's 1, 2, 4, 8 on vllm-ascend 0.20.2rc1): 8 rows replay the pieces
+    # and add one eager_layer_overhead_s per layer; 10 rows replay no graph: host-bound at 3x per layer
+    pw = {"piecewise_graph": True, "max_capture_size": 8}
+    assert step(small[:8], **pw) == pytest.approx(device(small[:8]) + layers * per_layer + step_s)
+    assert step(small, **pw) == pytest.approx(3 * layers * per_layer + step_s)
+    # FULL_DECODE_ONLY: a decode batch within the sizes replays the full graph, one beyond them replays none and
+    # launches at the eager rate (npugraph_ex compiles its general-shape graph)
+    fdo = {"full_graph_decode": True, "max_capture_size": 8}
+    assert step(small[:4], **fdo) == pytest.approx(device(small[:4]) + step_s)
+    assert step(small, **fdo) == pytest.approx(layers * per_layer + step_s)
+    # --enforce-eager launches at the fitted per-layer time; a device-bound ungraphed step hides its launches
+    assert step(small) == pytest.approx(layers * per_layer + step_s)
+    assert step(big, **pw) == pytest.approx(device(big) + step_s) == pytest.approx(step(big))

@@ -55,23 +55,23 @@ def test_deepseek_2p1d_recommendation(tmp_path: Path):
     plan = with_performance(_plan("deepseek_r1_pd_2p1d"), spec, None, tmp_path)
     r = plan.performance["pd_ratio"]
     assert (r["status"], r["ratio"], r["isl"], r["osl"]) == ("estimate", "4:1", 256, 128)
-    assert r["prefill"]["rps_per_instance"] == 39.8306 and r["prefill"]["target_ms"] == 2000.0
-    assert r["prefill"]["at"]["p99_ttft_ms"] == 904.565
+    assert r["prefill"]["rps_per_instance"] == 41.971 and r["prefill"]["target_ms"] == 2000.0
+    assert r["prefill"]["at"]["p99_ttft_ms"] == 855.912
     assert r["decode"]["rps_per_instance"] == 161.0989 and r["decode"]["target_ms"] == 150.0
     assert r["decode"]["at"]["p99_tpot_ms"] == 55.34
     q = load_calibration("atlas_800i_a3")["intervals"]["classes"]["atlas_a2_a3"]["output_throughput"]
-    lo, hi = round(39.8306 / math.exp(q["q90_log"]), 3), round(39.8306 / math.exp(q["q10_log"]), 3)
+    lo, hi = round(41.971 / math.exp(q["q90_log"]), 3), round(41.971 / math.exp(q["q10_log"]), 3)
     assert (r["prefill"]["rps_per_instance_low"], r["prefill"]["rps_per_instance_high"]) == (lo, hi)
-    assert r["planned"] == {"ratio": "2:1", "throughput_rps": 79.6612, "bottleneck": "prefill",
+    assert r["planned"] == {"ratio": "2:1", "throughput_rps": 83.942, "bottleneck": "prefill",
                             "throughput_rps_low": round(2 * lo, 4), "throughput_rps_high": round(2 * hi, 4)}
     assert {k: r["interval"][k] for k in ("coverage", "class", "source")} == {
         "coverage": 0.8, "class": "atlas_a2_a3", "source": "intervals.yaml"}
     assert r["measured_error"]["class"] == "mla_moe"
     assert r["line"] == (
         "P:D = 4:1 (basis: NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml; ISL 256 / "
-        "OSL 128, request_rate=inf: capacities balanced (at most 8 instances per role); prefill 39.83 req/s per "
+        "OSL 128, request_rate=inf: capacities balanced (at most 8 instances per role); prefill 41.97 req/s per "
         "instance at TTFT<=2000 ms, decode 161.10 req/s per instance at TPOT<=150 ms; model error (LOO, mla_moe): "
-        "tok/s ±10.3%, TPOT ±3.7%, TTFT ±59.6%); planned 2:1: 79.66 req/s, prefill-bound")
+        "tok/s ±10.3%, TPOT ±3.7%, TTFT ±59.6%); planned 2:1: 83.94 req/s, prefill-bound")
 
 
 def test_measured_capacity_and_rate(tmp_path: Path):

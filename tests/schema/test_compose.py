@@ -24,6 +24,7 @@ CONTEXT = {
     ("model", "qwen3_32b"): ["hardware=atlas_800i_a2", "parallel=tp4", "engine.max_model_len=8192"],
     ("model", "qwen3_30b_a3b"): ["hardware=atlas_800i_a2", "parallel=tp4"],
     ("model", "qwen3_8b"): ["hardware=atlas_800i_a2"],
+    ("model", "qwen3_14b"): ["hardware=atlas_800i_a2"],
     ("model", "llama3_70b"): ["hardware=atlas_800i_a3", "parallel=tp4", "engine.max_model_len=8192"],
     ("model", "smollm2_135m_w8a8"): ["hardware=atlas_800i_a2", "quantization=w8a8_dynamic_ascend"],
     ("model", "qwen3_4b"): ["hardware=atlas_800i_a2"],

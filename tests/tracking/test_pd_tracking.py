@@ -29,7 +29,7 @@ def test_plan_prints_the_ratio(pd_run):
     out = " ".join(pd_run[0].stdout.split())
     assert ("P:D = 4:1 (basis: NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml; ISL 256 "
             "/ OSL 128") in out
-    assert "planned 2:1: 79.66 req/s, prefill-bound" in out
+    assert "planned 2:1: 83.94 req/s, prefill-bound" in out
 
 
 def test_role_params_and_predictions(pd_run):
@@ -55,11 +55,11 @@ def test_role_params_and_predictions(pd_run):
         "pd.ratio_basis": "NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml"}
     metrics = {k: v for k, v in run.data.metrics.items() if k.startswith("predicted.")}
     assert metrics == {
-        "predicted.prefill.capacity_rps": 39.8306, "predicted.prefill.median_ttft_ms": 402.523,
-        "predicted.prefill.p99_ttft_ms": 904.565, "predicted.decode.capacity_rps": 161.0989,
+        "predicted.prefill.capacity_rps": 41.971, "predicted.prefill.median_ttft_ms": 366.184,
+        "predicted.prefill.p99_ttft_ms": 855.912, "predicted.decode.capacity_rps": 161.0989,
         "predicted.decode.median_tpot_ms": 50.718, "predicted.decode.p99_tpot_ms": 55.34,
         "predicted.decode.output_throughput": 18566.72, "predicted.pd.prefill_instances": 4.0,
-        "predicted.pd.decode_instances": 1.0, "predicted.pd.planned_throughput_rps": 79.6612}
+        "predicted.pd.decode_instances": 1.0, "predicted.pd.planned_throughput_rps": 83.942}
 
 
 def test_compare_shows_roles_side_by_side(pd_run, capsys):
@@ -69,7 +69,7 @@ def test_compare_shows_roles_side_by_side(pd_run, capsys):
     assert "prefill decode" in [" ".join(line.replace("┃", " ").split()) for line in lines]
     for row in ("instances 2 1", "TP 8 1", "DP 2 32", "max_num_seqs 8 40", "max_batched_tokens 16384 256",
                 "graph NONE FULL_DECODE_ONLY", "capture sizes none 12 (2…80)", "KV tokens/rank 128434 224664",
-                "pred req/s/inst 39.83 161.10", "pred p99 TTFT ms 904.57 —", "pred p99 TPOT ms — 55.34",
+                "pred req/s/inst 41.97 161.10", "pred p99 TTFT ms 855.91 —", "pred p99 TPOT ms — 55.34",
                 "P:D rec 4:1 4:1"):
         assert row in lines
     assert (Path(tmp / "cmp" / "roles.csv").read_text().splitlines()[0] ==

@@ -26,6 +26,13 @@ tag; files ``vllm_ascend/quantization/w8a8.py`` / ``w8a8_dynamic.py`` up to v0.1
   per row, w2: 2·dtype B per row. (``enable_fused_mc2`` adds int64 copies of both scales and dynamic EPLB clones the
   weights: neither is modelled.)
 
+``W4A16`` (``AscendW4A16FusedMoEMethod``, MoE only, vllm-ascend ``quantization/methods/w4a16.py`` at v0.20.2rc1 and
+v0.25.1rc1; LLM-Compressor checkpoints such as ``moonshotai/Kimi-K2-Thinking``): ``get_weight`` packs eight 4-bit
+weights per int32 (0.5 B per element); ``get_dynamic_quant_param`` adds ``weight_scale`` and an all-zero
+``weight_offset``, each ``params_dtype`` per group of ``group_size`` (32) input elements: 2·dtype/32 B per element
+(0.125 B in bf16), so 0.625 B per element and nothing per row (the int32 ``weight_shape`` pair per expert is
+ignored). Activations stay in ``params_dtype`` (A16: the fp16/bf16 cube).
+
 ``W8A16`` and ``W4A8_DYNAMIC`` keep the earlier figures (scale + offset as 4 B each per row; int4 packed two per byte):
 *estimates*, not read from the quant methods.
 """
@@ -42,6 +49,8 @@ ESTIMATED_SCHEMES: dict[str, tuple[float, int]] = {
     "W8A16": (1.0, 4 + 4),
     "W4A8_DYNAMIC": (0.5, 4 + 4),
 }
+#: W4A16 (read from ``w4a16.py``, see the module docstring): int4 packed in int32, scale + offset per group.
+W4A16_GROUP_SIZE = 32
 
 
 def deq_scale_bytes(dtype: str) -> int:
@@ -62,7 +71,8 @@ def quant_bytes(rows: int, cols: int, scheme: str, dtype: str, dtype_bytes: int,
     Args:
         rows: output rows on the rank (for MoE: local experts × rows per expert).
         cols: input columns on the rank (the input partition of a row-parallel layer).
-        scheme: msModelSlim scheme (``W8A8``, ``W8A8_DYNAMIC``, ``W8A16``, ``W4A8_DYNAMIC``).
+        scheme: msModelSlim scheme (``W8A8``, ``W8A8_DYNAMIC``, ``W8A16``, ``W4A8_DYNAMIC``) or ``W4A16``
+            (LLM-Compressor int4 experts).
         dtype: model dtype name (``bfloat16``...), the quant methods' ``params_dtype``.
         dtype_bytes: bytes per element of ``dtype``.
         moe_w2: the tensor is a MoE ``w2`` (down) projection: no float32 scale copy.
@@ -80,5 +90,7 @@ def quant_bytes(rows: int, cols: int, scheme: str, dtype: str, dtype_bytes: int,
     if scheme == "W8A8_DYNAMIC":
         per_row = 2 * dtype_bytes + (0 if moe_w2 else 4)
         return rows * cols + rows * per_row
+    if scheme == "W4A16":
+        return rows * cols // 2 + 2 * dtype_bytes * rows * (cols // W4A16_GROUP_SIZE)
     per_elem, per_row = ESTIMATED_SCHEMES[scheme]
     return int(rows * cols * per_elem) + rows * per_row

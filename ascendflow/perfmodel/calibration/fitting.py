@@ -70,6 +70,9 @@ MEANING = {
                          "report (arXiv 2412.19437 s5.4.3): 85-90 % acceptance of the second token -> 1.85",
     "prefill_efficiency": "chosen by grouped leave-one-family-out on the corpus (benchmarks/perf_corpus_eval.py): "
                           "multiplier on gemm_efficiency for a step holding a prefill chunk (1.0: none)",
+    "eager_full_factor": "chosen by grouped leave-one-family-out on the corpus (benchmarks/perf_corpus_eval.py): "
+                         "multiplier on eager_layer_overhead_s for a PIECEWISE model's step beyond its largest "
+                         "capture size (no graph replayed; 1.0: none)",
 }
 
 
