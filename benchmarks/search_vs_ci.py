@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
+from ascendflow.compiler import compile_plan  # noqa: E402
 from ascendflow.modes.search import SearchMode, quantization_options  # noqa: E402
 from ascendflow.models.resolve import resolve_model  # noqa: E402
 from ascendflow.perfmodel.attach import calibration_file  # noqa: E402
@@ -60,6 +61,7 @@ CONF = ROOT / "conf"
 CI_PD = ROOT / "tests" / "data" / "ci_pd"
 CORPUS = ROOT / "ascendflow" / "perfmodel" / "corpus" / "ci_rows.json"
 OUT = ROOT / "outputs" / "bench" / "search_vs_ci.json"
+MATRIX = ROOT / "ascendflow" / "compiler" / "rules" / "data" / "version_matrix.yaml"
 DOCS = ROOT / "docs" / "search.md"
 #: The issue's SLO (issue 29): CI's perf cases carry none.
 SLO = {"p99_ttft_ms": 2000.0, "p99_tpot_ms": 50.0}
@@ -127,6 +129,10 @@ def pd_cases() -> list[dict[str, Any]]:
             out.append({**case, "refused": f"the CI importer refuses it: {exc}"})
             continue
         groups = [f"{k.removeprefix('override /')}={v}" for d in recipe["defaults"] for k, v in d.items()]
+        # the release CI ran: the file's tag (tests/data/ci_pd/<name>@<tag>.yaml), where ascendflow has its rules row
+        tag = path.stem.rsplit("@", 1)[-1].removeprefix("v")
+        if f"vllm-ascend-{tag}:" in MATRIX.read_text():
+            groups.append(f"hardware.software=vllm-ascend-{tag}")
         ci_raw = _compose(groups)
         _merge(ci_raw, {k: v for k, v in recipe.items() if k not in ("defaults", "_notes")})
         benches = [b for b in (raw.get("benchmarks") or {}).values()
@@ -223,6 +229,19 @@ def ci_row(result, evaluator: Evaluator, spec, cand: Candidate) -> dict[str, Any
     return row
 
 
+def describe(case: dict[str, Any]) -> dict[str, Any]:
+    """What a case is without searching it: citation, devices, workload and CI's layout as the search names it."""
+    out = {k: case[k] for k in ("id", "citation", "source") if k in case}
+    if case.get("refused"):
+        return out
+    spec = load_spec(case["ci_raw"])
+    cand, _ = candidate_of(spec, spec.hardware.devices_per_node)
+    return out | {"model": spec.model.name, "hardware": spec.hardware.name, "software": spec.hardware.software,
+                  "quantization": spec.quantization.name, "nodes": case["nodes"] or spec.parallel.nodes,
+                  "isl": spec.workload.random_input_len, "osl": spec.workload.random_output_len,
+                  "ci_layout": cand.label()}
+
+
 def evaluate_case(case: dict[str, Any]) -> dict[str, Any]:
     """Search one case and place CI's layout in it."""
     out = {k: case[k] for k in ("id", "citation", "source") if k in case}
@@ -230,11 +249,28 @@ def evaluate_case(case: dict[str, Any]) -> dict[str, Any]:
         return {**out, "status": "not searched", "reason": case["refused"]}
     ci_spec = load_spec(case["ci_raw"])
     nodes = case["nodes"] or ci_spec.parallel.nodes
+    ci_plan = ""
+    try:
+        plan = compile_plan(ci_spec, resolve_model(ci_spec.model, need_weights=False).architecture,
+                            model_path="MODEL", host=host_facts(ci_spec.hardware))
+        ci_plan = "compiles"
+    except ConfigError as exc:
+        plan, ci_plan = None, f"refused: {exc}"
+    eng = ci_spec.engine
+    if plan is not None and not ci_spec.pd.enabled and (eng.max_num_seqs is None or eng.max_num_batched_tokens is None):
+        # CI left them to vLLM: the values its plan resolves (compiler/passes/launch.py vllm_defaults)
+        fill = {k: int(plan.engine_args[k]) for k in ("max_num_seqs", "max_num_batched_tokens")
+                if getattr(eng, k) is None}
+        ci_spec = ci_spec.model_copy(update={"engine": eng.model_copy(update=fill)})
+        case = {**case, "ci_raw": {**case["ci_raw"], "engine": {**case["ci_raw"]["engine"], **fill}}}
     cand, notes = candidate_of(ci_spec, ci_spec.hardware.devices_per_node)
+    if plan is not None and not ci_spec.pd.enabled and eng.max_num_seqs is None:
+        notes.append(f"max_num_seqs left to vLLM by CI: {cand.knobs.max_num_seqs} as the plan resolves it")
     out.update({"model": ci_spec.model.name, "hardware": ci_spec.hardware.name, "software": ci_spec.hardware.software,
                 "quantization": ci_spec.quantization.name, "nodes": nodes,
                 "isl": ci_spec.workload.random_input_len, "osl": ci_spec.workload.random_output_len,
-                "workload_note": case["workload_note"], "ci_layout": cand.label(), "proxy": case.get("proxy")})
+                "workload_note": case["workload_note"], "ci_layout": cand.label(), "proxy": case.get("proxy"),
+                "ci_plan": ci_plan})
     slo = dict(SLO)
     for attempt in range(2):
         raw, more = search_raw(case["ci_raw"], cand, nodes, slo)
@@ -261,8 +297,9 @@ def evaluate_case(case: dict[str, Any]) -> dict[str, Any]:
     if row is None:
         out.update({"status": "not enumerated", "reason": "the search has no candidate with CI's layout"})
         return out
-    out["ci"] = {k: row.get(k) for k in ("label", "status", "reason", "error", "tps_per_device", "tps_low",
-                                           "tps_high", "capacity_rps", "p99_ttft_ms", "p99_tpot_ms", "pruned")}
+    out["ci"] = {k: row.get(k) for k in ("label", "status", "reason", "error", "note", "tps_per_device", "tps_low",
+                                           "tps_high", "capacity_rps", "p99_ttft_ms", "p99_tpot_ms", "pruned",
+                                           "lowest")}
     out["status"] = row["status"]
     if row["status"] == "ranked" and top:
         out["rank"] = rank_of(result.ranked, row)
@@ -293,22 +330,31 @@ def table(results: list[dict[str, Any]]) -> str:
              "top tok/s/device | gain of top over CI |", "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         cites = "<br>".join(r.get("citations") or [r["citation"]])
+        slo = r.get("slo") or {}
+        where = (f"{r['nodes']} × {r['hardware']} ({r['software']}, {r['quantization']}) · {r['isl']}/{r['osl']}"
+                 if r.get("hardware") else "—")
+        if slo:
+            where += (f" · TTFT {slo.get('p99_ttft_ms', 0):g} ms, TPOT {slo.get('p99_tpot_ms', 0):g} ms"
+                      + ("" if r.get("slo_note") == "the issue's" else " (nearest met)"))
         if r["status"] in ("not searched", "search refused", "not enumerated"):
-            lines.append(f"| {cites} | {r.get('nodes', '—')} | {r.get('ci_layout', '—')} | no: {r['reason']} | — | — "
+            lines.append(f"| {cites} | {where} | {r.get('ci_layout', '—')} | {r['status']}: {r['reason']} | — | — "
                          f"| {r.get('top', {}).get('label', '—')} | {_fmt_tps(r.get('top'))} | — |")
             continue
-        slo = r.get("slo") or {}
-        where = (f"{r['nodes']} × {r['hardware']} ({r['software']}, {r['quantization']}) · {r['isl']}/{r['osl']} · "
-                 f"TTFT {slo.get('p99_ttft_ms', 0):g} ms, TPOT {slo.get('p99_tpot_ms', 0):g} ms"
-                 + ("" if r.get("slo_note") == "the issue's" else " (nearest met)"))
         ci = r.get("ci") or {}
         if r["status"] == "infeasible":
             feas = f"no: {ci.get('reason')}"
         elif r["status"] == "ranked":
             feas = "yes" + (" (PD pair pruned as dominated)" if ci.get("pruned") else "")
+        elif r["status"] == "misses SLO":
+            low = ci.get("lowest") or {}
+            at = (f" (at its lowest load p99 TTFT {low['p99_ttft_ms']:.0f} ms, TPOT {low['p99_tpot_ms']:.1f} ms)"
+                  if low.get("p99_ttft_ms") is not None and low.get("p99_tpot_ms") is not None else "")
+            feas = f"yes; misses the SLO at any load{at}"
         else:
-            feas = f"yes, {r['status']}"
+            feas = f"yes, {r['status']}" + (f": {ci['note']}" if ci.get("note") else "")
         rank = f"{r['rank']} of {r['of']}" if r.get("rank") else "—"
+        if r.get("rank") and r.get("gain") and abs(r["gain"].get("gain_percent") or 1) < 0.05:
+            rank += " (the top pick's figure)"
         lines.append(f"| {cites} | {where} | {ci.get('label') or r.get('ci_layout')} | {feas} | {rank} | "
                      f"{_fmt_tps(ci)} | {r.get('top', {}).get('label', '—')} | {_fmt_tps(r.get('top'))} | "
                      f"{_fmt_gain(r.get('gain'))} |")
@@ -351,11 +397,15 @@ def dedupe_key(case: dict[str, Any]) -> str:
 
 
 #: Wall seconds one case may take (a forked child per case): long-prompt cases simulate 128K-token prefills.
-CASE_TIMEOUT_S = 240
+CASE_TIMEOUT_S = 180
 
 
 def _child(case: dict[str, Any], queue) -> None:
-    queue.put(evaluate_case(case))
+    try:
+        queue.put(evaluate_case(case))
+    except Exception as exc:  # noqa: BLE001 - reported in the row, the other cases go on
+        queue.put({k: case[k] for k in ("id", "citation", "source") if k in case} | {
+            "status": "search refused", "reason": f"{type(exc).__name__}: {exc}"})
 
 
 def evaluate_bounded(case: dict[str, Any], timeout_s: float = CASE_TIMEOUT_S) -> dict[str, Any]:
@@ -368,8 +418,8 @@ def evaluate_bounded(case: dict[str, Any], timeout_s: float = CASE_TIMEOUT_S) ->
         return queue.get(timeout=timeout_s)
     except Exception:  # noqa: BLE001 - queue.Empty: the child ran past its time
         proc.terminate()
-        return {k: case[k] for k in ("id", "citation", "source") if k in case} | {
-            "status": "not searched", "reason": f"the search did not finish in {timeout_s:.0f} s on this machine"}
+        return describe(case) | {"status": "not searched",
+                                 "reason": f"the search did not finish in {timeout_s:.0f} s on this machine"}
     finally:
         proc.join(5)
 
@@ -382,6 +432,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.table_only:
         results = json.loads(OUT.read_text())["results"]
+        cases = {c["id"]: c for c in pd_cases() + corpus_cases()}
+        for r in results:  # a case stopped by its time limit in an earlier version of this script: describe it
+            if r["status"] == "not searched" and "ci_layout" not in r and r["id"] in cases:
+                r.update({k: v for k, v in describe(cases[r["id"]]).items() if k not in r})
         text = table(_group(results, {r["id"]: r.get("same_search_as", r["id"]) for r in results}))
         print(text)
         if args.docs:
