@@ -361,14 +361,21 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _cite(r: dict[str, Any]) -> str:
+    """``path@commit``, and the perf case for a corpus row (``<config>:<case>@<commit>``)."""
+    if r.get("source") == "perf corpus" and ":" in r["id"]:
+        return f"{r['citation']} ({r['id'].split(':', 1)[1].rsplit('@', 1)[0]})"
+    return r["citation"]
+
+
 def _group(results: list[dict[str, Any]], keys: dict[str, str]) -> list[dict[str, Any]]:
     seen: dict[str, dict[str, Any]] = {}
     for r in results:
         k = keys[r["id"]]
         if k in seen:
-            seen[k].setdefault("citations", [seen[k]["citation"]]).append(r["citation"])
+            seen[k]["citations"].append(_cite(r))
         else:
-            seen[k] = r
+            seen[k] = {**r, "citations": [_cite(r)]}
     return list(seen.values())
 
 
