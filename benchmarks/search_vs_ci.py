@@ -356,7 +356,7 @@ def table(results: list[dict[str, Any]]) -> str:
         if r.get("rank") and r.get("gain") and abs(r["gain"].get("gain_percent") or 1) < 0.05:
             rank += " (the top pick's figure)"
         lines.append(f"| {cites} | {where} | {ci.get('label') or r.get('ci_layout')} | {feas} | {rank} | "
-                     f"{_fmt_tps(ci)} | {r.get('top', {}).get('label', '—')} | {_fmt_tps(r.get('top'))} | "
+                     f"{_fmt_tps(ci if r['status'] == 'ranked' else None)} | {r.get('top', {}).get('label', '—')} | {_fmt_tps(r.get('top'))} | "
                      f"{_fmt_gain(r.get('gain'))} |")
     return "\n".join(lines)
 
