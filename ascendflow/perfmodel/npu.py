@@ -72,7 +72,8 @@ Patterson, "Roofline", CACM 52(4), 2009) at *achieved* efficiencies fitted to pu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from ascendflow.compiler.memory.quant_bytes import quant_bytes
@@ -85,6 +86,7 @@ INT8_ACTIVATION_SCHEMES = ("W8A8", "W8A8_DYNAMIC", "W4A8_DYNAMIC")
 ELEMENTWISE_PASSES = 10
 
 
+@lru_cache(maxsize=None)
 def bytes_per_weight(scheme: str | None, dtype_bytes: int) -> float:
     """Resident bytes per weight element of ``scheme`` (``None``: the model dtype), from
     :func:`~ascendflow.compiler.memory.quant_bytes.quant_bytes` on a 4096 × 4096 projection (per-row scales
@@ -160,7 +162,9 @@ class NpuStepModel:
     """Step time of one DP rank on an NPU (seconds); see the module docstring for every term.
 
     Built by :func:`npu_step_model`; ``peak_flops`` (fp16/bf16 cube, FLOP/s) and ``bandwidth_bps`` (HBM, B/s) are
-    the hardware option's per-device peaks.
+    the hardware option's per-device peaks. The terms that depend only on a step's token and row counts (GEMMs,
+    MoE layer, LM head) are memoised per instance (``_memo``): a simulation prices the same counts thousands of
+    times, and a memoised term is the same float, so every step time is bit-for-bit what it was without it.
     """
 
     arch: Mapping[str, Any]
@@ -169,6 +173,7 @@ class NpuStepModel:
     peak_flops: float
     bandwidth_bps: float
     dtype_bytes: int = 2
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def overhead_s(self) -> float:
@@ -200,6 +205,12 @@ class NpuStepModel:
 
     # -- layer pieces --------------------------------------------------------------------------------------------
     def _attention_gemms(self, t: int, decode: int) -> float:
+        key = ("attention_gemms", t, decode)
+        if key not in self._memo:
+            self._memo[key] = self._attention_gemms_s(t, decode)
+        return self._memo[key]
+
+    def _attention_gemms_s(self, t: int, decode: int) -> float:
         a, lay, s = self.arch, self.layout, self.layout.linear_scheme
         hidden, heads = int(a["hidden_size"]), max(int(a["num_attention_heads"]) // lay.tp, 1)
         if a.get("kv_lora_rank"):
@@ -218,7 +229,8 @@ class NpuStepModel:
         d = int(a.get("head_dim") or hidden // int(a["num_attention_heads"]))
         return self._gemm(t, hidden, (heads + 2 * kv_heads) * d, s) + self._gemm(t, heads * d, hidden, s)
 
-    def _attention(self, batch: Sequence[Work], rows: int) -> float:
+    def _attention_constants(self) -> tuple[int, int, int]:
+        """``(KV bytes per cached token, decode flops per cached token, prefill flops per query-key pair)``."""
         a, lay = self.arch, self.layout
         hidden, heads = int(a["hidden_size"]), max(int(a["num_attention_heads"]) // lay.tp, 1)
         b = self.dtype_bytes
@@ -226,23 +238,34 @@ class NpuStepModel:
             c, r = int(a["kv_lora_rank"]), int(a.get("qk_rope_head_dim") or 64)
             dqk = int(a.get("qk_nope_head_dim") or 128) + r
             dv = int(a.get("v_head_dim") or 128)
-            kv_per_token, dec_flops_per_token = (c + r) * b, 2 * heads * (2 * c + r)
-            pre_flops_per_pair = 2 * heads * (dqk + dv)
-        else:
-            kv_heads = max(int(a.get("num_key_value_heads") or a["num_attention_heads"]) // lay.tp, 1)
-            d = int(a.get("head_dim") or hidden // int(a["num_attention_heads"]))
-            kv_per_token, dec_flops_per_token = 2 * kv_heads * d * b, 4 * heads * d
-            pre_flops_per_pair = 4 * heads * d
-        ctx = sum(w.cached + 1 for w in batch if w.new == 1)
+            return (c + r) * b, 2 * heads * (2 * c + r), 2 * heads * (dqk + dv)
+        kv_heads = max(int(a.get("num_key_value_heads") or a["num_attention_heads"]) // lay.tp, 1)
+        d = int(a.get("head_dim") or hidden // int(a["num_attention_heads"]))
+        return 2 * kv_heads * d * b, 4 * heads * d, 4 * heads * d
+
+    def _attention(self, ctx: int, prefill_flops: float, prefill_kv_tokens: int) -> float:
+        """Attention of one step: decode rows over ``ctx`` cached tokens in all (each row's cached + 1), prefill
+        rows of ``prefill_flops`` flops reading ``prefill_kv_tokens`` tokens' K/V."""
+        kv_per_token, dec_flops_per_token, _ = self._constants()
         q = 1 + self.layout.spec_tokens
         time = self._roof(q * dec_flops_per_token * ctx, kv_per_token * ctx) if ctx else 0.0
-        flops = sum(pre_flops_per_pair * w.new * (w.cached + w.new / 2) for w in batch if w.new > 1)
-        if flops:
-            time += self._roof(flops, kv_per_token * sum(w.cached + w.new for w in batch if w.new > 1))
+        if prefill_flops:
+            time += self._roof(prefill_flops, kv_per_token * prefill_kv_tokens)
         return time
+
+    def _constants(self) -> tuple[int, int, int]:
+        if "attention" not in self._memo:
+            self._memo["attention"] = self._attention_constants()
+        return self._memo["attention"]
 
     def _mlp(self, t: int, dense: bool) -> float:
         """Dense MLP (``dense``) or MoE layer (routed experts + shared experts + router) on ``t`` tokens."""
+        key = ("mlp", t, dense)
+        if key not in self._memo:
+            self._memo[key] = self._mlp_s(t, dense)
+        return self._memo[key]
+
+    def _mlp_s(self, t: int, dense: bool) -> float:
         a, lay = self.arch, self.layout
         hidden = int(a["hidden_size"])
         if dense:
@@ -273,34 +296,58 @@ class NpuStepModel:
     # -- the step --------------------------------------------------------------------------------------------------
     def step_s(self, batch: Sequence[Work]) -> float:
         """Seconds for one engine step of this DP rank over ``batch``."""
+        pre_flops_per_pair = self._constants()[2]
+        return self._step(sum(1 for w in batch if w.new == 1), sum(w.new for w in batch), len(batch),
+                          sum(w.cached + 1 for w in batch if w.new == 1),
+                          sum(pre_flops_per_pair * w.new * (w.cached + w.new / 2) for w in batch if w.new > 1),
+                          sum(w.cached + w.new for w in batch if w.new > 1), any(w.new > 1 for w in batch))
+
+    def decode_step_s(self, rows: int, ctx: int) -> float:
+        """:meth:`step_s` of ``rows`` decode rows (one new token each) whose ``cached + 1`` sum to ``ctx``, without
+        the batch: the same float (the scheduler's decode runs price thousands of such steps)."""
+        return self._step(rows, rows, rows, ctx, 0, 0, False)
+
+    def _step(self, decode: int, new: int, rows: int, ctx: int, prefill_flops: float, prefill_kv_tokens: int,
+              has_prefill: bool) -> float:
+        """A step from its counts: ``decode`` rows of one new token, ``new`` tokens in all, ``rows`` rows, decode
+        context ``ctx``, prefill attention flops and K/V tokens, whether a prefill chunk is in it."""
         a, lay, c = self.arch, self.layout, self.constants
-        if c.prefill_efficiency != 1.0 and any(w.new > 1 for w in batch):
+        if c.prefill_efficiency != 1.0 and has_prefill:
             # a step with a prefill chunk runs the compute-bound prefill kernels at their own achieved efficiency
-            return replace(self, constants=replace(c, gemm_efficiency=c.gemm_efficiency * c.prefill_efficiency,
-                                                   prefill_efficiency=1.0)).step_s(batch)
-        decode = sum(1 for w in batch if w.new == 1)
-        t = sum(w.new for w in batch) + decode * lay.spec_tokens
+            if "prefill_model" not in self._memo:
+                self._memo["prefill_model"] = replace(self, constants=replace(
+                    c, gemm_efficiency=c.gemm_efficiency * c.prefill_efficiency, prefill_efficiency=1.0))
+            return self._memo["prefill_model"]._step(decode, new, rows, ctx, prefill_flops, prefill_kv_tokens,
+                                                     has_prefill)
+        t = new + decode * lay.spec_tokens
         if not t:
             return 0.0
-        hidden, layers = int(a["hidden_size"]), int(a["num_hidden_layers"])
-        experts = _arch_int(a, "n_routed_experts", "num_experts")
-        dense_layers = min(_arch_int(a, "first_k_dense_replace"), layers) if experts else layers
+        if "layers" not in self._memo:
+            layers = int(a["num_hidden_layers"])
+            experts = _arch_int(a, "n_routed_experts", "num_experts")
+            self._memo["layers"] = (int(a["hidden_size"]), layers, experts,
+                                    min(_arch_int(a, "first_k_dense_replace"), layers) if experts else layers)
+        hidden, layers, experts, dense_layers = self._memo["layers"]
         tp_spans = lay.nodes > 1 and lay.tp > lay.devices_per_node
         act = t * hidden * self.dtype_bytes
-        common = (self._attention_gemms(t, decode * (1 + lay.spec_tokens)) + self._attention(batch, len(batch))
+        common = (self._attention_gemms(t, decode * (1 + lay.spec_tokens))
+                  + self._attention(ctx, prefill_flops, prefill_kv_tokens)
                   + self._roof(0.0, ELEMENTWISE_PASSES * act) + self._all_reduce(act, lay.tp, tp_spans))
         moe_reduce = 0.0 if lay.ep else self._all_reduce(act, lay.tp, tp_spans)
         time = dense_layers * (common + self._mlp(t, True) + self._all_reduce(act, lay.tp, tp_spans))
         if layers > dense_layers:
             time += (layers - dense_layers) * (common + self._mlp(t, False) + moe_reduce)
         vocab = -(-int(a["vocab_size"]) // lay.tp)
-        time += self._gemm(len(batch), hidden, vocab, None)
+        head = ("lm_head", rows)
+        if head not in self._memo:
+            self._memo[head] = self._gemm(rows, hidden, vocab, None)
+        time += self._memo[head]
         if lay.tp > 1:
-            time += c.collective_latency_s + (lay.tp - 1) / lay.tp * len(batch) * vocab * lay.tp * 4 / \
+            time += c.collective_latency_s + (lay.tp - 1) / lay.tp * rows * vocab * lay.tp * 4 / \
                 self._bw(lay.tp, tp_spans)
         if lay.spec_tokens:  # the MTP draft layer, once per speculative token, on the decode rows
             time += lay.spec_tokens * (common + self._mlp(decode, not experts)) * decode / t
-        full_graph = lay.full_graph_decode and decode == len(batch) and len(batch) <= lay.max_capture_size
+        full_graph = lay.full_graph_decode and decode == rows and rows <= lay.max_capture_size
         piecewise = lay.piecewise_graph and t <= lay.max_capture_size
         if piecewise and not full_graph:
             time += c.eager_layer_overhead_s * layers
@@ -314,7 +361,7 @@ class NpuStepModel:
         # (vLLM --async-scheduling: the engine core schedules step n+1 while step n runs, vllm/v1/engine/core.py
         # step_with_batch_queue), so the host's per-step time is hidden up to the device time
         time = max(time, c.step_overhead_s) if lay.async_scheduling else time + c.step_overhead_s
-        if lay.spec_tokens and decode == len(batch):
+        if lay.spec_tokens and decode == rows:
             time /= accepted_per_step(lay.spec_tokens, c.mtp_accept_length)
         return time
 

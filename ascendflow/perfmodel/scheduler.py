@@ -148,10 +148,16 @@ class _DecodeRun:
 
     def __init__(self, step: StepModel, cached: list[int], k: int):
         self._step, self._cached = step, cached
+        # a step model with ``decode_step_s`` prices a decode batch from its row count and context sum (the same
+        # float as ``step_s`` of the batch: :class:`~ascendflow.perfmodel.npu.NpuStepModel`)
+        self._decode = getattr(step, "decode_step_s", None)
+        self._ctx = sum(cached) + len(cached)
         self.segments: list[tuple[int, int, float, float]] = []  # (first j, steps, s at first j, slope per step)
         self._split(0, k - 1, self._price(0), self._price(k - 1) if k > 1 else None)
 
     def _price(self, j: int) -> float:
+        if self._decode is not None:
+            return self._decode(len(self._cached), self._ctx + j * len(self._cached))
         return self._step.step_s([Work(c + j, 1) for c in self._cached])
 
     def _split(self, a: int, b: int, sa: float, sb: float | None) -> None:

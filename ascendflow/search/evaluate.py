@@ -139,9 +139,14 @@ class Evaluator:
 
     # -- specs ---------------------------------------------------------------------------------------------------
     def _graph(self, mode: str) -> GraphSpec:
+        """The graph option of ``mode``; a graph mode keeps the run's own ``graph.cudagraph_capture_sizes`` when it
+        sets them (a release rule may need them: vllm-ascend 0.11.0 captures FULL_DECODE_ONLY with MTP only at
+        multiples of ``k + 1``, ``compiler/graph``), else the release's default sizes."""
         if mode == "NONE":
             return GraphSpec(name="eager", enforce_eager=True, cudagraph_mode="NONE")
-        return GraphSpec(name=mode.lower(), cudagraph_mode=mode)
+        sizes = self.spec.graph.cudagraph_capture_sizes
+        return GraphSpec(name=mode.lower(), cudagraph_mode=mode,
+                         **({"cudagraph_capture_sizes": sizes} if sizes else {}))
 
     def colocated_spec(self, quantization: str, layout: Layout, knobs: Knobs) -> RunSpec:
         """The run spec of one co-located instance (validated section by section).

@@ -191,26 +191,34 @@ def _search_pd(spec: RunSpec, evaluator: Evaluator, quant: str, nodes: int, dpn:
                              f"on its nodes)", len(combos))
                 continue
             for p, d in combos:
-                cand = Candidate("pd", quant, prefill=prc, decode=drc, prefill_instances=p, decode_instances=d)
-                unit_nodes = p * prc.layout.nodes + d * drc.layout.nodes
-                replicas = nodes // unit_nodes
-                unit_devices = unit_nodes * dpn
-                goodput = min(p * pp.rps, d * dp.rps)
-                row = {"kind": "pd", "quantization": quant, "label": cand.label(),
-                       "layout": f"{p}P:{d}D", "replicas": replicas, "devices": unit_devices * replicas,
-                       "prefill_instances": p, "decode_instances": d,
-                       **{f"prefill.{k2}": v for k2, v in _role_params(prc).items()},
-                       **{f"decode.{k2}": v for k2, v in _role_params(drc).items()},
-                       "status": "ranked", "reason": "", "error": "", "note": "",
-                       "bottleneck": "prefill" if p * pp.rps < d * dp.rps else "decode",
-                       "capacity_rps": goodput * replicas, "rps_per_device": goodput / unit_devices,
-                       "tps_per_device": goodput * osl / unit_devices,
-                       "lowest": {"p99_ttft_ms": pp.at.get("p99_ttft_ms"), "p99_tpot_ms": dp.at.get("p99_tpot_ms")}}
-                at = {"p99_ttft_ms": pp.at.get("p99_ttft_ms"), "p99_tpot_ms": dp.at.get("p99_tpot_ms"),
-                      "median_tpot_ms": dp.at.get("median_tpot_ms")}
-                _figures(row, at, targets)
+                row = pd_row(quant, prc, pp, drc, dp, p, d, nodes, dpn, osl, targets)
                 add(row, None, None)
                 row["_pd"] = (quant, prc, drc, p, d)
+
+
+def pd_row(quant: str, prc: RoleConfig, pp: Priced, drc: RoleConfig, dp: Priced, p: int, d: int, nodes: int,
+           dpn: int, osl: int, targets: Mapping[str, float]) -> dict[str, Any]:
+    """The row of ``p`` prefill and ``d`` decode instances of two priced role configs: goodput
+    ``min(P × prefill rate, D × decode rate)``, replicated as often as the unit fits ``nodes``."""
+    cand = Candidate("pd", quant, prefill=prc, decode=drc, prefill_instances=p, decode_instances=d)
+    unit_nodes = p * prc.layout.nodes + d * drc.layout.nodes
+    replicas = nodes // unit_nodes
+    unit_devices = unit_nodes * dpn
+    goodput = min(p * pp.rps, d * dp.rps)
+    row = {"kind": "pd", "quantization": quant, "label": cand.label(),
+           "layout": f"{p}P:{d}D", "replicas": replicas, "devices": unit_devices * replicas,
+           "prefill_instances": p, "decode_instances": d,
+           **{f"prefill.{k2}": v for k2, v in _role_params(prc).items()},
+           **{f"decode.{k2}": v for k2, v in _role_params(drc).items()},
+           "status": "ranked", "reason": "", "error": "", "note": "",
+           "bottleneck": "prefill" if p * pp.rps < d * dp.rps else "decode",
+           "capacity_rps": goodput * replicas, "rps_per_device": goodput / unit_devices,
+           "tps_per_device": goodput * osl / unit_devices,
+           "lowest": {"p99_ttft_ms": pp.at.get("p99_ttft_ms"), "p99_tpot_ms": dp.at.get("p99_tpot_ms")}}
+    at = {"p99_ttft_ms": pp.at.get("p99_ttft_ms"), "p99_tpot_ms": dp.at.get("p99_tpot_ms"),
+          "median_tpot_ms": dp.at.get("median_tpot_ms")}
+    _figures(row, at, targets)
+    return row
 
 
 def _role_params(rc: RoleConfig) -> dict[str, Any]:
@@ -221,4 +229,4 @@ def _role_params(rc: RoleConfig) -> dict[str, Any]:
             "max_num_batched_tokens": kn.max_num_batched_tokens}
 
 
-__all__ = ["SearchResult", "search"]
+__all__ = ["SearchResult", "pd_row", "search"]
