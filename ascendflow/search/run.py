@@ -201,7 +201,7 @@ def _search_pd(spec: RunSpec, evaluator: Evaluator, quant: str, nodes: int, dpn:
                        "prefill_instances": p, "decode_instances": d,
                        **{f"prefill.{k2}": v for k2, v in _role_params(prc).items()},
                        **{f"decode.{k2}": v for k2, v in _role_params(drc).items()},
-                       "status": "ranked", "reason": "", "error": "", "note": "",
+                       "status": "ranked", "reason": "", "error": "", "note": dp.note,
                        "bottleneck": "prefill" if p * pp.rps < d * dp.rps else "decode",
                        "capacity_rps": goodput * replicas, "rps_per_device": goodput / unit_devices,
                        "tps_per_device": goodput * osl / unit_devices,

@@ -342,7 +342,7 @@ def test_weights_beyond_the_device_do_not_suggest_more_utilisation():
     # 2026-12-03: it named engine.gpu_memory_utilization=0.9), and TP4 plans with the 15.26 GiB it estimates.
     assert str(err.value) == (
         "parallel.tensor_parallel_size=1: with pipeline_parallel_size=1, the weights take 61.02 GiB of the "
-        "bottleneck device (with activation 0.46, non-torch 0.50 and one request: 63.01 GiB), which exceeds the "
+        "bottleneck device (with non-torch 0.50 and one request: 62.56 GiB), which exceeds the "
         "device's usable 30.19 GiB (total 30.64 − runtime reserve 0.44 − other processes 0.00) at any "
         "engine.gpu_memory_utilization; fixes: parallel.tensor_parallel_size=4 (or tensor × pipeline parallel = 4: "
         "weights split evenly, about 15.26 GiB per device, an estimate; plan it to check); quantize "
@@ -358,7 +358,7 @@ def test_moe_weights_beyond_the_device_name_tp_pp_and_ep():
         plan_for(["hardware=atlas_800i_a3", "model=deepseek_r1", "parallel.tensor_parallel_size=1"])
     assert str(err.value) == (
         "parallel.tensor_parallel_size=1: with pipeline_parallel_size=1, enable_expert_parallel=false, the weights "
-        "take 1251.79 GiB of the bottleneck device (with activation 0.47, non-torch 0.50 and one request: 1252.90 "
+        "take 1251.79 GiB of the bottleneck device (with non-torch 0.50 and one request: 1252.43 "
         "GiB), which exceeds the device's usable 60.83 GiB (total 61.28 − runtime reserve 0.44 − other processes "
         "0.00) at any engine.gpu_memory_utilization; fixes: parallel.tensor_parallel_size=32 (or tensor × pipeline "
         "parallel = 32: weights split evenly, about 39.12 GiB per device, an estimate; plan it to check); quantize "

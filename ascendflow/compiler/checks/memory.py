@@ -105,13 +105,14 @@ def smallest_split(spec: RunSpec, weights: int, other: int, usable: int) -> int 
     return None
 
 
-def weights_refusal(spec: RunSpec, memory: MemoryPlan, need: int, usable: int, moe: bool) -> ConfigError:
-    """The refusal when the weights (with the engine's fixed overheads and one request) exceed the device's usable
-    memory at any ``gpu_memory_utilization`` (new-user trial of 2026-12-03: the line named
+def weights_refusal(spec: RunSpec, memory: MemoryPlan, need: int, usable: int, moe: bool,
+                    total_need: int) -> ConfigError:
+    """The refusal when the weights (with non-torch memory and one request: ``need`` bytes) exceed the device's
+    usable memory at any ``gpu_memory_utilization`` (new-user trial of 2026-12-03: the line named
     ``engine.gpu_memory_utilization``, which cannot help): it names the layout's keys and the smallest
-    TP × PP that fits (:func:`smallest_split`)."""
+    TP × PP that fits with the activation of today's knobs too (``total_need``, :func:`smallest_split`)."""
     par, hw = spec.parallel, spec.hardware
-    split = smallest_split(spec, memory.weights_bytes, need - memory.weights_bytes, usable)
+    split = smallest_split(spec, memory.weights_bytes, total_need - memory.weights_bytes, usable)
     now = par.tensor_parallel_size * par.pipeline_parallel_size
     ep = f", enable_expert_parallel={str(par.enable_expert_parallel).lower()}" if moe else ""
     if split is None:
@@ -124,9 +125,9 @@ def weights_refusal(spec: RunSpec, memory: MemoryPlan, need: int, usable: int, m
     return ConfigError(
         "parallel.tensor_parallel_size", par.tensor_parallel_size,
         f"with pipeline_parallel_size={par.pipeline_parallel_size}{ep}, the weights take "
-        f"{memory.weights_bytes / GIB:.2f} GiB of the bottleneck device (with activation "
-        f"{memory.activation_bytes / GIB:.2f}, non-torch {memory.non_torch_bytes / GIB:.2f} and one request: "
-        f"{need / GIB:.2f} GiB), which exceeds the device's usable {usable / GIB:.2f} GiB (total "
+        f"{memory.weights_bytes / GIB:.2f} GiB of the bottleneck device (with non-torch "
+        f"{memory.non_torch_bytes / GIB:.2f} and one request: {need / GIB:.2f} GiB), which exceeds the device's "
+        f"usable {usable / GIB:.2f} GiB (total "
         f"{memory.device_total_bytes / GIB:.2f} − runtime reserve {hw.runtime_reserved_bytes / GIB:.2f} − other "
         f"processes {hw.occupied_bytes / GIB:.2f}) at any engine.gpu_memory_utilization; fixes: {first}"
         + (f"; {rest[1]}" if len(rest) > 1 else ""))
@@ -160,9 +161,12 @@ def check_kv_fits(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVC
         need = requested - memory.kv_cache_bytes + kv.needed_bytes + kv.bytes_per_block
         min_utilization = math.ceil(need / device_total * 100) / 100
         usable = device_total - hw.runtime_reserved_bytes - hw.occupied_bytes
-        if need > usable:  # no utilisation helps: the layout is the fix
-            raise weights_refusal(spec, memory, need, usable, moe)
-        weights_exceed = min_utilization > 1
+        # What the layout decides (the activation follows max_num_batched_tokens, a knob, so it is left out): when
+        # it alone exceeds the device, no utilisation helps and the layout is the fix.
+        fixed = memory.weights_bytes + memory.non_torch_bytes + kv.needed_bytes + kv.bytes_per_block
+        if fixed > usable:
+            raise weights_refusal(spec, memory, fixed, usable, moe, need)
+        weights_exceed = need > usable or min_utilization > 1
         graph = " − graph %.2f" % (memory.graph_bytes / GIB) if rules.graph_memory_profiled else ""
         raise ConfigError(
             "engine.gpu_memory_utilization", eng.gpu_memory_utilization,
