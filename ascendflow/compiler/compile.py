@@ -62,7 +62,7 @@ def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str
     mem, memory_notes = memory_pass(spec, arch, rules, inputs, graph, checkpoint, role)
     kv, kv_notes = kv_pass(spec, arch, rules, inputs, mem, host.avx512_bf16)
     fit_notes = check_kv_fits(spec, rules, kv.memory, kv.kv, mem.explicit_kv, inputs.limits.max_model_len,
-                              inputs.limits.max_num_seqs)
+                              inputs.limits.max_num_seqs, moe=arch.routed_experts > 0)
     fit_notes += check_kv_allocation(spec, rules, kv.memory, kv.kv, moe=arch.routed_experts > 0,
                                      explicit=mem.explicit_kv is not None)
     launch, _ = launch_pass(spec, rules, inputs, graph, kv.memory, mem.explicit_kv, placed,

@@ -64,7 +64,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str, hos
                 specs["decode"].engine.num_speculative_tokens, specs["prefill"].ascend.additional_config.as_dict())
     instances = {name: _compile_role(specs[name], arch, name, model_path, host, checkpoint, draft)
                  for name in ROLES}
-    _check_sizing(spec, pd, instances)
+    sizing = _check_sizing(spec, pd, instances)
 
     layout = {name: {"dp_size": getattr(pd, name).data_parallel_size, "tp_size": getattr(pd, name).tensor_parallel_size}
               for name in ROLES}
@@ -90,7 +90,7 @@ def compile_plan(spec: RunSpec, arch: ModelArchitecture, *, model_path: str, hos
     for r in roles.values():
         for w in r.workers:
             used[w.node_rank] += len(w.devices)
-    warnings = [f"{n}: {w}" for n, r in roles.items() for w in r.warnings]
+    warnings = [f"{n}: {w}" for n, r in roles.items() for w in r.warnings] + [f"decode: {w}" for w in sizing]
     idle = idle_warning(used, hw.devices_per_node, pd.decode.tensor_parallel_size, 1, pd.decode.data_parallel_size)
     in_use = ", ".join(f"{u} devices on node {k}" for k, u in enumerate(used))
     warnings += [f"PD deployment: {idle.split(' with ')[0]} (the roles use {in_use})"] if idle else []
@@ -178,8 +178,9 @@ def _role_spec(spec: RunSpec, role: RoleSpec) -> RunSpec:
                                    "ascend": ascend, "parallel": parallel, "pd": PDSpec()})
 
 
-def _check_sizing(spec: RunSpec, pd: PDSpec, instances: dict[str, Plan]) -> None:
-    """Decode KV holds ``max_num_seqs × (ISL + OSL + k)`` per DP rank; prefill KV holds one step's batched tokens.
+def _check_sizing(spec: RunSpec, pd: PDSpec, instances: dict[str, Plan]) -> list[str]:
+    """Decode KV holds ``max_num_seqs × (ISL + OSL + k)`` per DP rank (else a warning: vLLM runs fewer at once,
+    :func:`~ascendflow.compiler.checks.pd.check_decode_capacity`); prefill KV holds one step's batched tokens.
     ISL/OSL are the workload's ``random_input_len``/``random_output_len`` (``random``, ``prefix_repetition``: prefix
     + suffix); the chat dataset has no fixed lengths, so decode is then sized for ``max_model_len`` requests."""
     wl = spec.workload
@@ -193,13 +194,15 @@ def _check_sizing(spec: RunSpec, pd: PDSpec, instances: dict[str, Plan]) -> None
     k = decode.engine_args.get("speculative_config", {}).get("num_speculative_tokens", 0)
     hint = (f"more decode DP ranks or instances (now {pd.decode.instances} × DP{pd.decode.data_parallel_size})")
     kv = decode.kv_cache
+    notes = []
     if kv.attention != "hybrid":
-        check_decode_capacity(kv.num_blocks, kv.block_size, decode.engine_args["max_num_seqs"],
-                              request_tokens(isl, osl, k), hint)
+        notes = check_decode_capacity(kv.num_blocks, kv.block_size, decode.engine_args["max_num_seqs"],
+                                      request_tokens(isl, osl, k), hint)
     prefill = instances["prefill"].kv_cache
     if prefill.attention != "hybrid":
         check_prefill_capacity(prefill.num_blocks, prefill.block_size,
                                instances["prefill"].engine_args["max_num_batched_tokens"])
+    return notes
 
 
 def _role_plan(spec: RunSpec, name: str, role: RoleSpec, plan: Plan, layout: dict[str, dict[str, int]],

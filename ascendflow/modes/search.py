@@ -15,9 +15,11 @@ from typing import Any
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from ascendflow import console
 from ascendflow.capacity.search import load_range
+from ascendflow.interrupts import Terminated
 from ascendflow.compiler import Plan
 from ascendflow.models.resolve import ResolvedModel
 from ascendflow.modes.base import Job, Mode, Outcome
@@ -264,20 +266,32 @@ class SearchMode(Mode):
         if self.picks and self.result is not None:
             verify_installed(plan.target.engine)
             out = job.run_dir / "search" / "measured"
-            with job.tracked.system_metrics(), console.step(
-                    f"measuring {len(self.picks)} picks: serve each, capacity search at the SLO") as update:
-                measured, warnings = measure(self.picks, self.result.specs, self.result.plans, out, update,
-                                             job.secrets)
+            rows = [r for r, _ in self.picks]
+            try:
+                with job.tracked.system_metrics(), console.step(
+                        f"measuring {len(self.picks)} picks: serve each, capacity search at the SLO") as update:
+                    _, warnings = measure(self.picks, self.result.specs, self.result.plans, out, update,
+                                                 job.secrets)
+            except (KeyboardInterrupt, Terminated):  # as a sweep's jobs: the one being served KILLED (then the parent)
+                if job.tracked.enabled and job.tracked.run_id:
+                    record_measured(job.tracked.client, self.children, rows)
+                raise
             seed = job.spec.search.measure_seed
-            self.lines += summary_lines(measured, len(self.picks), seed)
-            metrics, tags = parent_fields(verdict(measured), len(self.picks))
-            keep = ("id", "label", "rank", "tie", "measure", "rps_per_device", "capacity_rps", "measure_error")
+            self.lines += summary_lines(rows, len(self.picks), seed)
+            judged = verdict(rows)
+            if judged["held"] is None and judged["predicted_best"] is not None:
+                warnings.append(f"the predicted best, {escape(judged['predicted_best']['label'])}, was not measured: "
+                                "the rank correlation is over the measured picks only, and search_best_held is not "
+                                "recorded")
+            metrics, tags = parent_fields(judged, len(self.picks))
+            keep = ("id", "label", "rank", "tie", "measure", "rps_per_device", "capacity_rps", "measure_error",
+                    "measure_state")
             (out / "measured.json").write_text(json.dumps(
                 {"seed": seed, **metrics, **tags, "candidates": [
                     {k: x for k, x in r.items() if k in keep or k.startswith("measured_")}
                     for r, _ in self.picks]}, indent=1))
             if job.tracked.enabled and job.tracked.run_id:
-                record_measured(job.tracked.client, self.children, [r for r, _ in self.picks])
+                record_measured(job.tracked.client, self.children, rows)
                 job.tracked.log_metrics(metrics)
                 job.tracked.set_tags(tags)
                 job.tracked.log_artifact(out / "measured.json", "search")

@@ -239,8 +239,10 @@ class Evaluator:
             self._capacity[key] = self._rank_capacity(rank, step, limits.max_num_seqs)
         rps, tps, at, lowest, note = self._capacity[key]
         dp = layout.data_parallel_size
+        short = [w for w in plan.warnings if w.startswith("KV cache holds ")]  # fewer than max_num_seqs: as PD decode
         return Priced(plan=plan, rps=rps * dp, output_tps=tps * dp, at=at, lowest=lowest,
-                      status="ranked" if rps > 0 else ("not predicted" if note else "misses SLO"), note=note)
+                      status="ranked" if rps > 0 else ("not predicted" if note else "misses SLO"),
+                      note=note or "; ".join(short)[:300])
 
     def _rank_capacity(self, rank: Mapping[str, Any], step: Any, seqs: int) -> tuple[float, float, dict, dict, str]:
         top = LOAD_PER_SEQ * seqs
@@ -261,8 +263,10 @@ class Evaluator:
 
     def role(self, quantization: str, rc: RoleConfig, connector: str) -> Priced:
         """Compile and price one PD role instance (cached per role config; reused across P:D counts), with the
-        role-level PD sizing checks of :func:`ascendflow.compiler.compile_plan` (decode KV holds ``max_num_seqs``
-        whole requests per DP rank, prefill KV one step's batched tokens)."""
+        role-level PD sizing checks of :func:`ascendflow.compiler.compile_plan` (prefill KV holds one step's batched
+        tokens; a decode KV that holds fewer than ``max_num_seqs`` whole requests per DP rank is priced as the
+        simulator runs it, at most what fits in flight, with the warning as its ``note``, the rule of a co-located
+        candidate; it is refused only when not one request fits)."""
         key = (quantization, rc)
         if key in self._roles:
             return self._roles[key]
@@ -272,10 +276,11 @@ class Evaluator:
                                 checkpoint=self.checkpoint, draft=self.draft)
             self.compiles += 1
             kv, ea = plan.kv_cache, plan.engine_args
+            short: list[str] = []  # fewer requests in the KV than max_num_seqs: priced at what fits, as co-located
             if rc.role == "decode" and kv.attention != "hybrid" and self.spec.workload.dataset != "chat":
                 k = ea.get("speculative_config", {}).get("num_speculative_tokens", 0)
-                check_decode_capacity(kv.num_blocks, kv.block_size, ea["max_num_seqs"],
-                                      request_tokens(self.isl, self.osl, k), "more decode DP ranks")
+                short = check_decode_capacity(kv.num_blocks, kv.block_size, ea["max_num_seqs"],
+                                              request_tokens(self.isl, self.osl, k), "more decode DP ranks")
             if rc.role == "prefill" and kv.attention != "hybrid":
                 check_prefill_capacity(kv.num_blocks, kv.block_size, ea["max_num_batched_tokens"])
         except ConfigError as exc:
@@ -302,7 +307,7 @@ class Evaluator:
             at = cap["at"]
             out = Priced(plan=plan, rps=float(cap["rps_per_instance"]), at=at, lowest=at,
                          output_tps=float(cap["rps_per_instance"]) * (self.osl if rc.role == "decode" else 1),
-                         status="ranked" if cap["met"] else "misses SLO")
+                         status="ranked" if cap["met"] else "misses SLO", note="; ".join(short)[:300])
         self._roles[key] = out
         return out
 

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 from rich.markup import escape
 
 from ascendflow.compiler import Plan
+from ascendflow.interrupts import Terminated
 from ascendflow.runner.capacity_run import serve_and_search
 from ascendflow.runner.contention import findings
 from ascendflow.runner.server import EngineStartError
@@ -26,14 +27,19 @@ def candidate_dir(out: Path, n: int, why: str, row: Mapping[str, Any]) -> Path:
 
 
 def measure(picks: Sequence[tuple[dict[str, Any], str]], specs: Mapping[int, RunSpec], plans: Mapping[int, Plan],
-            out: Path, status: Callable[[str], None], secrets: Mapping[str, str]) -> tuple[list[dict], list[str]]:
+            out: Path, status: Callable[[str], None], secrets: Mapping[str, str],
+            serve: Callable[..., dict[str, Any]] = serve_and_search) -> tuple[list[dict], list[str]]:
     """Serve and capacity-search each pick in turn (one engine at a time); the rows get the measured figures.
 
-    Each measured row gains ``measure`` (``top``/``random``), ``measured_capacity_rps`` (req/s of the deployment:
-    one instance's measured req/s at the SLO × its replicas), ``measured_rps_per_device``, ``measured_capacity_load``,
-    ``measured_p99_ttft_ms`` / ``measured_p99_tpot_ms`` at that load, ``measured_slo_met``, ``measured_load_points``
-    and ``measured_dir``. A candidate whose engine fails gets ``measure_error`` (its first line) instead and the
-    others are still measured.
+    Each pick's row gains ``measure`` (``top``/``random``), ``measured_dir`` and ``measure_state``: ``measured``
+    (with ``measured_capacity_rps``: req/s of the deployment, one instance's measured req/s at the SLO × its
+    replicas; ``measured_rps_per_device``, ``measured_capacity_load``, ``measured_p99_ttft_ms`` /
+    ``measured_p99_tpot_ms`` at that load, ``measured_slo_met``, ``measured_load_points``), ``failed`` (its engine
+    failed, at start or during a load point: ``measure_error``, the first line; the others are still measured),
+    ``interrupted`` (Ctrl-C/SIGTERM while it was served) or ``not_measured`` (not reached before the interrupt).
+
+    Args:
+        serve: :func:`ascendflow.runner.capacity_run.serve_and_search` (the tests give a function that raises).
 
     Returns:
         ``(measured rows, warning lines)``: the lines (rich markup, labels escaped) say which engine failed and
@@ -41,21 +47,30 @@ def measure(picks: Sequence[tuple[dict[str, Any], str]], specs: Mapping[int, Run
 
     Raises:
         EngineStartError: every pick's engine failed (the first failure).
+        KeyboardInterrupt, Terminated: re-raised once the picks' states are set.
     """
     measured, warnings, errors = [], [], []
     for n, (row, why) in enumerate(picks, 1):
         spec, plan = specs[row["id"]], plans[row["id"]]
         run_dir = candidate_dir(out, n, why, row)
         run_dir.mkdir(parents=True, exist_ok=True)
-        row["measure"], row["measured_dir"] = why, str(run_dir)
+        row["measure"], row["measured_dir"], row["measure_state"] = why, str(run_dir), "interrupted"
         try:
-            result = serve_and_search(plan, spec, run_dir, lambda m, n=n: status(
+            result = serve(plan, spec, run_dir, lambda m, n=n: status(
                 f"{n}/{len(picks)} {why} {escape(row['label'])}: {m}"), dict(secrets))
         except EngineStartError as exc:
             row["measure_error"] = str(exc).splitlines()[0][:500]
+            row["measure_state"] = "failed"
             errors.append(exc)
-            warnings.append(f"{escape(row['label'])}: not measured, {row['measure_error']} (see {run_dir / 'engine.log'})")
+            # the engine's errors already end with "(log: <engine.log>)" (runner/server.py): not said twice
+            log = "" if "(log: " in row["measure_error"] else f" (see {run_dir / 'engine.log'})"
+            warnings.append(f"{escape(row['label'])}: not measured, {escape(row['measure_error'])}{log}")
             continue
+        except (KeyboardInterrupt, Terminated):
+            for later, _ in picks[n:]:
+                later["measure_state"] = "not_measured"
+            raise
+        row["measure_state"] = "measured"
         cap = result["capacity"]
         row.update({"measured_capacity_rps": float(cap["capacity_rps"]) * row.get("replicas", 1),
                     "measured_rps_per_device": float(cap["capacity_rps_per_device"]),
@@ -70,21 +85,31 @@ def measure(picks: Sequence[tuple[dict[str, Any], str]], specs: Mapping[int, Run
     return measured, warnings
 
 
-def summary_lines(measured: Sequence[Mapping[str, Any]], picks: int, seed: int) -> list[str]:
-    """The measured picks (predicted against measured capacity, req/s per device), Spearman's rank correlation and
-    the predicted best against the measured best, for the terminal."""
-    v = verdict(measured)
+def summary_lines(rows: Sequence[Mapping[str, Any]], picks: int, seed: int) -> list[str]:
+    """Every pick (predicted against measured capacity, req/s per device, or why it was not measured), Spearman's
+    rank correlation over the measured ones and the predicted best against the measured best, for the terminal.
+    A predicted best that was not measured is said so (new-user trial of 2026-12-03: rank 2 was printed as "predicted
+    best ... measured best: the same")."""
+    v = verdict(rows)
+    measured = [r for r in rows if r.get("measured_rps_per_device") is not None]
     tops = sum(1 for r in measured if r["measure"] == "top")
     lines = [f"measured {v['n']} of {picks} picks on this host ({tops} top, {v['n'] - tops} random with "
              f"search.measure_seed={seed}), capacity at the SLO in req/s per device, predicted → measured:"]
-    for r in measured:
-        met = "" if r["measured_slo_met"] else " (no load met the SLO)"
+    for r in rows:
+        if r.get("measured_rps_per_device") is not None:
+            got = f"{r['measured_rps_per_device']:.2f}" + ("" if r["measured_slo_met"] else " (no load met the SLO)")
+        else:
+            got = f"not measured ({r.get('measure_error') or r.get('measure_state') or 'not reached'})"
         lines.append(f"  {r['measure']:<6} rank {'=' if r.get('tie') else ''}{r['rank']:<3} {r['label']}: "
-                     f"{r['rps_per_device']:.2f} → {r['measured_rps_per_device']:.2f}{met}")
+                     f"{r['rps_per_device']:.2f} → {got}")
     rho = "undefined (fewer than two measured, or all equal)" if v["rho"] is None else f"{v['rho']:+.2f}"
     lines.append(f"rank correlation (Spearman) of predicted against measured capacity over {v['n']}: {rho}")
-    if v["n"]:
-        pb, mb = v["predicted_best"], v["measured_best"]
+    pb, mb = v["predicted_best"], v["measured_best"]
+    if pb is not None and v["held"] is None:
+        lines.append(f"predicted best: {pb['label']} (rank {pb['rank']}) was not measured, so whether it held is "
+                     f"unknown" + (f"; best of the measured: {mb['label']} (rank {mb['rank']}, measured "
+                                   f"{mb['measured_rps_per_device']:.2f})" if mb is not None else ""))
+    elif pb is not None:
         lines.append(f"predicted best: {pb['label']} (measured {pb['measured_rps_per_device']:.2f}); measured best: "
                      + ("the same" if v["held"] else f"{mb['label']} (rank {mb['rank']}, measured "
                                                      f"{mb['measured_rps_per_device']:.2f})"))

@@ -82,26 +82,34 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     return sxy / math.sqrt(sxx * syy)
 
 
-def verdict(measured: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """What the measured picks say about the ranking.
+def verdict(picks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the picks' measurements say about the ranking.
 
     Args:
-        measured: the measured rows, each with ``rank``, ``label``, ``rps_per_device`` (predicted, req/s per device)
-            and ``measured_rps_per_device`` (req/s per device at the SLO; 0 when no load met it).
+        picks: every pick's row, measured or not, each with ``rank``, ``label``, ``rps_per_device`` (predicted,
+            req/s per device); a measured one also has ``measured_rps_per_device`` (req/s per device at the SLO; 0
+            when no load met it), one whose engine failed ``measure_error``.
 
     Returns:
-        ``{"n", "rho"}`` (Spearman's rank correlation of predicted against measured capacity per device, ``None``
-        when undefined), ``predicted_best`` (the measured row ranked best by the search) and ``measured_best`` (the
-        measured row with the highest measured capacity; ties: the better ranked), ``held`` (they are the same row).
+        ``{"n"}`` (measured picks), ``picks``, ``failed`` (picks with ``measure_error``), ``rho`` (Spearman's rank
+        correlation of predicted against measured capacity per device over the measured picks, ``None`` when
+        undefined), ``predicted_best`` (the pick ranked best by the search, measured or not), ``measured_best`` (the
+        measured pick with the highest measured capacity; ties: the better ranked; ``None`` when none was measured),
+        ``held`` (they are the same row; ``None`` when the predicted best was not measured: nothing says whether its
+        order held, new-user trial of 2026-12-03, where rank 2 was reported as "the predicted best").
     """
-    rows = list(measured)
+    rows = list(picks)
+    done = [r for r in rows if r.get("measured_rps_per_device") is not None]
+    failed = sum(1 for r in rows if r.get("measure_error"))
     if not rows:
-        return {"n": 0, "rho": None, "predicted_best": None, "measured_best": None, "held": False}
-    rho = spearman([float(r["rps_per_device"]) for r in rows], [float(r["measured_rps_per_device"]) for r in rows])
+        return {"n": 0, "picks": 0, "failed": 0, "rho": None, "predicted_best": None, "measured_best": None,
+                "held": None}
+    rho = spearman([float(r["rps_per_device"]) for r in done], [float(r["measured_rps_per_device"]) for r in done])
     predicted_best = min(rows, key=lambda r: (r["rank"], -float(r["rps_per_device"])))
-    measured_best = max(rows, key=lambda r: (float(r["measured_rps_per_device"]), -r["rank"]))
-    return {"n": len(rows), "rho": rho, "predicted_best": predicted_best, "measured_best": measured_best,
-            "held": predicted_best is measured_best}
+    measured_best = max(done, key=lambda r: (float(r["measured_rps_per_device"]), -r["rank"])) if done else None
+    held = (predicted_best is measured_best) if any(r is predicted_best for r in done) else None
+    return {"n": len(done), "picks": len(rows), "failed": failed, "rho": rho, "predicted_best": predicted_best,
+            "measured_best": measured_best, "held": held}
 
 
 __all__ = ["average_ranks", "measurable", "pick", "spearman", "verdict"]

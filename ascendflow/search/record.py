@@ -75,26 +75,43 @@ def measured_fields(row: Mapping[str, Any]) -> dict[str, float]:
 
 def parent_fields(verdict: Mapping[str, Any], picks: int) -> tuple[dict[str, float], dict[str, str]]:
     """The parent's ``(metrics, tags)`` of a measured search (:func:`ascendflow.search.pick.verdict`):
-    ``search_measured``, ``search_measure_picks``, ``search_rank_correlation`` (Spearman's rho; absent when
-    undefined), ``search_predicted_best_measured_rps`` and ``search_measured_best_rps`` (req/s per device),
-    ``search_best_held`` (1 when the predicted best measured best); tags ``search.predicted_best`` and
-    ``search.measured_best`` (labels)."""
-    metrics = {"search_measured": float(verdict["n"]), "search_measure_picks": float(picks)}
-    tags = {}
+    ``search_measured``, ``search_measure_picks``, ``search_measure_failed`` (picks whose engine failed),
+    ``search_rank_correlation`` (Spearman's rho over the measured picks; absent when undefined),
+    ``search_measured_best_rps`` (req/s per device); ``search_predicted_best_measured_rps`` and ``search_best_held``
+    (1 when the predicted best measured best) only when the predicted best was measured; tags
+    ``search.predicted_best`` and ``search.measured_best`` (labels), and ``search.predicted_best_error`` (why it was
+    not measured) when it was not."""
+    metrics = {"search_measured": float(verdict["n"]), "search_measure_picks": float(picks),
+               "search_measure_failed": float(verdict.get("failed", 0))}
+    tags: dict[str, str] = {}
     if verdict["rho"] is not None:
         metrics["search_rank_correlation"] = float(verdict["rho"])
-    if verdict["n"]:
-        pb, mb = verdict["predicted_best"], verdict["measured_best"]
+    pb, mb = verdict["predicted_best"], verdict["measured_best"]
+    if pb is not None:
+        tags["search.predicted_best"] = pb["label"][:500]
+    if mb is not None:
+        metrics["search_measured_best_rps"] = float(mb["measured_rps_per_device"])
+        tags["search.measured_best"] = mb["label"][:500]
+    if verdict["held"] is not None:
         metrics.update({"search_predicted_best_measured_rps": float(pb["measured_rps_per_device"]),
-                        "search_measured_best_rps": float(mb["measured_rps_per_device"]),
                         "search_best_held": float(verdict["held"])})
-        tags = {"search.predicted_best": pb["label"][:500], "search.measured_best": mb["label"][:500]}
+    elif pb is not None:
+        tags["search.predicted_best_error"] = (pb.get("measure_error") or "not measured")[:500]
     return metrics, tags
 
 
+#: How a pick's child ends (``measure_state`` of :func:`ascendflow.search.measure.measure`), as a sweep's jobs end:
+#: measured FINISHED, an engine that failed FAILED, the pick being measured at Ctrl-C/SIGTERM KILLED; the picks not
+#: reached stay the FINISHED candidate records they are, tagged ``search.measure=not_measured``.
+END_STATUS = {"measured": "FINISHED", "failed": "FAILED", "interrupted": "KILLED"}
+
+
 def record_measured(client: Any, children: Mapping[int, str], rows: Sequence[Mapping[str, Any]]) -> int:
-    """Log each measured row's :func:`measured_fields` (and ``search.measure_error`` when its engine failed) on its
-    child run, with its ``capacity/points.json`` as an artifact; returns how many children got a measurement."""
+    """Log each pick's outcome on its child run: a measured row's :func:`measured_fields` with its
+    ``capacity/points.json`` as an artifact; ``search.measure_error`` and ``error`` (status FAILED) when its engine
+    failed; ``error=interrupted`` (status KILLED) for the pick being measured when the run was interrupted; tag
+    ``search.measure=not_measured`` (``search.measure_pick``: ``top``/``random``) for those not reached. Returns how
+    many children got a measurement."""
     from mlflow.entities import Metric, RunTag
 
     now, n = int(time.time() * 1000), 0
@@ -102,12 +119,20 @@ def record_measured(client: Any, children: Mapping[int, str], rows: Sequence[Map
         run_id = children.get(row["id"])
         if run_id is None:
             continue
+        state = row.get("measure_state", "measured" if row.get("measured_rps_per_device") is not None else "")
         metrics = measured_fields(row)
-        tags = {"search.measure_error": row["measure_error"]} if row.get("measure_error") else {}
+        tags = {"search.measure_error": row["measure_error"], "error": row["measure_error"]} \
+            if row.get("measure_error") else {}
+        if state == "interrupted":
+            tags["error"] = "interrupted"
+        elif state == "not_measured":
+            tags.update({"search.measure": "not_measured", "search.measure_pick": str(row.get("measure"))})
         client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
                          tags=[RunTag(k, v) for k, v in tags.items()])
         points = Path(row.get("measured_dir") or ".") / "capacity" / "points.json"
-        if points.is_file():
+        if points.is_file() and state != "not_measured":
             client.log_artifact(run_id, str(points), "capacity")
+        if state in END_STATUS and END_STATUS[state] != "FINISHED":
+            client.set_terminated(run_id, END_STATUS[state])
         n += bool(metrics)
     return n

@@ -338,9 +338,39 @@ def test_startup_free_memory_check_with_runtime_reserve_and_other_processes():
 def test_weights_beyond_the_device_do_not_suggest_more_utilisation():
     with pytest.raises(ConfigError) as err:
         plan_for(["hardware=atlas_800i_a2_910b4", "model=qwen3_32b", "graph=eager", "engine.max_model_len=4096"])
-    message = str(err.value)
-    assert "negative KV budget" in message and "gpu_memory_utilization (within" not in message
-    assert "raise parallel.tensor_parallel_size" in message
+    # No utilisation can help, so the line names the layout's key and the smallest TP that fits (new-user trial of
+    # 2026-12-03: it named engine.gpu_memory_utilization=0.9), and TP4 plans with the 15.26 GiB it estimates.
+    assert str(err.value) == (
+        "parallel.tensor_parallel_size=1: with pipeline_parallel_size=1, the weights take 61.02 GiB of the "
+        "bottleneck device (with non-torch 0.50 and one request: 62.56 GiB), which exceeds the "
+        "device's usable 30.19 GiB (total 30.64 − runtime reserve 0.44 − other processes 0.00) at any "
+        "engine.gpu_memory_utilization; fixes: parallel.tensor_parallel_size=4 (or tensor × pipeline parallel = 4: "
+        "weights split evenly, about 15.26 GiB per device, an estimate; plan it to check); quantize "
+        "(quantization=w8a8_ascend)")
+    plan = plan_for(["hardware=atlas_800i_a2_910b4", "model=qwen3_32b", "graph=eager", "engine.max_model_len=4096",
+                     "parallel.tensor_parallel_size=4"])[1]
+    assert round(plan.memory.weights_bytes / 2**30, 2) == 15.26
+
+
+def test_moe_weights_beyond_the_device_name_tp_pp_and_ep():
+    # The new-user trial's command: DeepSeek-R1 BF16 at TP1 on an A3 die (1251.79 GiB of weights).
+    with pytest.raises(ConfigError) as err:
+        plan_for(["hardware=atlas_800i_a3", "model=deepseek_r1", "parallel.tensor_parallel_size=1"])
+    assert str(err.value) == (
+        "parallel.tensor_parallel_size=1: with pipeline_parallel_size=1, enable_expert_parallel=false, the weights "
+        "take 1251.79 GiB of the bottleneck device (with non-torch 0.50 and one request: 1252.43 "
+        "GiB), which exceeds the device's usable 60.83 GiB (total 61.28 − runtime reserve 0.44 − other processes "
+        "0.00) at any engine.gpu_memory_utilization; fixes: parallel.tensor_parallel_size=32 (or tensor × pipeline "
+        "parallel = 32: weights split evenly, about 39.12 GiB per device, an estimate; plan it to check); quantize "
+        "(quantization=w8a8_ascend)")
+
+
+def test_weights_that_fit_keep_the_utilisation_wording():
+    # A higher utilisation helps: the line stays on engine.gpu_memory_utilization (docs/nvidia.md's H200 example).
+    with pytest.raises(ConfigError) as err:
+        plan_for(["hardware=atlas_800i_a2_910b4", "model=qwen3_8b", "engine.gpu_memory_utilization=0.3"])
+    assert str(err.value).startswith("engine.gpu_memory_utilization=0.3: leaves a negative KV budget")
+    assert "raise engine.gpu_memory_utilization to" in str(err.value)
 
 
 # --- Defaults ------------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ascendflow.compiler import compile_plan
-from ascendflow.compiler.checks.pd import check_kv_transfer, check_proxy
+from ascendflow.compiler.checks.pd import check_decode_capacity, check_kv_transfer, check_proxy
 from ascendflow.compiler.compile import compile_colocated
 from ascendflow.compiler.deployment import _role_spec
 from ascendflow.models.resolve import resolve_model
@@ -179,11 +179,27 @@ def test_proc_port_clash_exits_2_in_one_line(tmp_path):
 
 
 def test_decode_sizing_names_how_many_fit():
-    message = _refusal("qwen3_8b_pd_single_node", "workload.random_input_len=32000", "workload.random_output_len=4000",
-                       "pd.decode.max_num_seqs=16")
+    # A warning, not a refusal, as for a co-located plan (new-user trial of 2026-12-03: the search refused PD decode
+    # roles for it while its co-located top pick planned with the warning): vLLM runs fewer requests at once.
+    plan = _plan("qwen3_8b_pd_single_node", "workload.random_input_len=32000", "workload.random_output_len=4000",
+                 "pd.decode.max_num_seqs=16")
     # 2040 blocks (one the null block) / ceil(36000 / 128) = 282 blocks per request -> 7 requests
-    assert message.startswith("pd.decode.max_num_seqs=16: decode KV per DP rank holds 7 requests of 36000 tokens")
-    assert "fixes: pd.decode.max_num_seqs<=7, more decode DP ranks or instances (now 1 × DP1)" in message
+    assert [w for w in plan.warnings if "decode KV" in w] == [
+        "decode: decode KV per DP rank holds 7 requests of 36000 tokens (ISL + OSL + spec tokens; 2039 blocks × 128), "
+        "fewer than max_num_seqs=16: vLLM runs at most 7 at once (the rest wait, or are preempted into recompute), "
+        "and the prediction is priced so; fixes: pd.decode.max_num_seqs<=7, more decode DP ranks or instances (now "
+        "1 × DP1), raise pd.decode.gpu_memory_utilization or pin the KV (engine.pin_kv_cache_memory=true)"]
+
+
+def test_decode_kv_without_one_request_is_refused():
+    # (The compiler's max_model_len check refuses such a plan first; the rule itself still refuses 0 requests.)
+    with pytest.raises(ConfigError) as err:
+        check_decode_capacity(200, 128, 16, 36000, "more decode DP ranks")
+    assert str(err.value) == (
+        "pd.decode.max_num_seqs=16: decode KV per DP rank holds 0 requests of 36000 tokens (ISL + OSL + spec tokens; "
+        "199 blocks × 128): not one request fits; fixes: more decode DP ranks, raise "
+        "pd.decode.gpu_memory_utilization or pin the KV (engine.pin_kv_cache_memory=true)")
+    assert check_decode_capacity(2040, 128, 7, 36000, "x") == []
 
 
 def test_prefill_sizing():

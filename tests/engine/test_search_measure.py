@@ -65,3 +65,57 @@ def test_search_measures_its_top_pick_and_a_random_control(tmp_path, mlflow_uri)
     assert (f"  top    rank 1   TP1xDP1 eager s16 t2048 ×1 [none]: {predicted[0]:.2f} → {measured[0]:.2f}"
             in proc.stdout)
     assert leftover_engine_processes(run_dir) == []
+
+
+def test_the_top_pick_s_engine_killed_mid_benchmark_is_not_measured(tmp_path, mlflow_uri):
+    """New-user trial of 2026-12-03: the top pick's ``VLLM::EngineCore`` SIGKILLed during its benchmark printed
+    "predicted best: <rank 2> … measured best: the same" and recorded ``search_best_held=1``. Now the top pick is
+    FAILED and said to be not measured, the verdict is over the control alone, and the run exits 0 as a sweep with
+    a failed job does (exit 1 only when no pick was measured)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from ascendflow.runner.bench import progress_from_log
+    from tests.helpers import engine_core_pids, wait_for
+
+    args = [a if a != "workload.num_prompts=8" else "workload.num_prompts=64" for a in ARGS]
+    proc = subprocess.Popen([sys.executable, "-m", "ascendflow", *args], cwd=tmp_path,
+                            env={**os.environ, "MLFLOW_TRACKING_URI": mlflow_uri},
+                            stdout=open(tmp_path / "stdout.txt", "w"), stderr=open(tmp_path / "stderr.txt", "w"))
+    try:
+        point = wait_for(lambda: next(iter(tmp_path.glob("outputs/runs/*/*/search/measured/1_top_*/capacity/"
+                                                          "point_0.log")), None), 900, "the top pick's first point")
+        # past the warm-up request: the benchmark itself has completed requests (the client's progress bar)
+        wait_for(lambda: (progress_from_log(point.read_text(errors="replace")) or (0, 0))[0] >= 2, 600,
+                 "2 completed benchmark requests")
+        (core,) = wait_for(lambda: engine_core_pids(proc.pid) or None, 60, "the top pick's engine core")
+        os.kill(core, signal.SIGKILL)
+        proc.wait(timeout=1200)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out, err = (tmp_path / "stdout.txt").read_text(), (tmp_path / "stderr.txt").read_text()
+    assert proc.returncode == 0, err[-3000:]
+    runs = mlflow_runs(mlflow_uri)
+    parent = next(r for r in runs if r.data.tags.get("ascendflow.sweep") == "parent")
+    kids = {r.data.tags["search.measure"]: r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
+    top, control = kids["top"], kids["random"]
+    assert top.info.status == "FAILED" and control.info.status == "FINISHED"
+    assert top.data.tags["search.measure_error"].startswith("engine died during the benchmark (")
+    assert not [k for k in top.data.metrics if k.startswith("measured_")]
+    assert control.data.metrics["measured_rps_per_device"] > 0
+    pm = parent.data.metrics
+    assert (pm["search_measured"], pm["search_measure_picks"], pm["search_measure_failed"]) == (1, 2, 1)
+    assert "search_best_held" not in pm and "search_rank_correlation" not in pm
+    assert "search_predicted_best_measured_rps" not in pm
+    assert parent.data.tags["search.predicted_best"] == "TP1xDP1 eager s16 t2048 ×1 [none]"
+    assert parent.data.tags["search.predicted_best_error"] == top.data.tags["search.measure_error"]
+    assert ("predicted best: TP1xDP1 eager s16 t2048 ×1 [none] (rank 1) was not measured, so whether it held is "
+            "unknown; best of the measured: TP1xDP1 eager s2 t2048 ×1 [none] (rank 2, measured "
+            f"{control.data.metrics['measured_rps_per_device']:.2f})") in out
+    assert "measured best: the same" not in out
+    log_mentions = [line for line in (out + err).splitlines() if "not measured, engine died" in line]
+    assert log_mentions and all(line.count("engine.log") == 1 for line in log_mentions), log_mentions
+    assert leftover_engine_processes(single_run_dir(tmp_path)) == []

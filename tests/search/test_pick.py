@@ -82,7 +82,8 @@ def test_verdict_and_the_parents_fields():
     broke = verdict([measured("a", 1, 5.2, 1.0), measured("b", 3, 2.6, 1.4), measured("c", 4, 1.0, 0.0)])
     assert broke["rho"] == pytest.approx(0.5) and broke["measured_best"]["label"] == "b" and not broke["held"]
     metrics, tags = parent_fields(broke, 3)
-    assert metrics == {"search_measured": 3.0, "search_measure_picks": 3.0, "search_rank_correlation": 0.5,
+    assert metrics == {"search_measured": 3.0, "search_measure_picks": 3.0, "search_measure_failed": 0.0,
+                       "search_rank_correlation": 0.5,
                        "search_predicted_best_measured_rps": 1.0, "search_measured_best_rps": 1.4,
                        "search_best_held": 0.0}
     assert tags == {"search.predicted_best": "a", "search.measured_best": "b"}

