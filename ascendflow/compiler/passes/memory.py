@@ -70,8 +70,8 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
     weight_rules = _weight_rules(spec, rules, mtp_kv_layers, role, limits.max_num_batched_tokens)
     vision, vision_warnings = _vision_bytes(spec, arch, par.tensor_parallel_size, DTYPE_BYTES[dtype])
     tower = vision > 0  # the tower is built (its weights counted)
-    if arch.vision_config and arch.outer_model_type in VISION_MODEL_TYPES:  # M-RoPE cache, deepstack buffers
-        vision += vl_load_buffer_bytes(arch, max_num_batched_tokens=limits.max_num_batched_tokens,
+    if arch.vision_config and arch.outer_model_type in VISION_MODEL_TYPES:  # M-RoPE, vision rotary, deepstack
+        vision += vl_load_buffer_bytes(arch, rules, max_num_batched_tokens=limits.max_num_batched_tokens,
                                        dtype_bytes=DTYPE_BYTES[dtype], tower=tower)
     stages, partition = [], pp_partition(arch.num_hidden_layers, par.pipeline_parallel_size)
     for index, layers in enumerate(partition):
