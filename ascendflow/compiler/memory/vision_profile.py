@@ -7,13 +7,14 @@ device memory ``NPUModelRunner.load_model`` sees grow while ``get_model`` builds
 ``worker/model_runner_v1.py``; vLLM builds the model under the model dtype, ``set_default_torch_dtype``):
 
 - the M-RoPE cos/sin cache: vLLM ``model_executor/layers/rotary_embedding/mrope.py`` ``MRotaryEmbedding.__init__``
-  builds it for ``max_position_embeddings × factor`` positions, rows of ``rotary_dim`` (``RotaryEmbeddingBase.__init__``:
-  ``cos_sin_cache`` of ``[positions, rotary_dim]`` cast to the model dtype, a non-persistent buffer). The factor
-  differs by release (``EngineRules.qwen3_vl_mrope_positions_factor``): 4 at vLLM 0.18.0 (a literal ``* 4``, the
-  Qwen2.5-VL video-position headroom), 1 for Qwen3-VL at vLLM 0.32.0 (``models/qwen3_vl.py``
-  ``mrope_positions_factor``: 4 only with video pruning); Qwen2.5-VL keeps 4 (the ``positions_factor=4`` default).
-  ``get_rope`` caches one instance for every layer (vLLM ``rotary_embedding/__init__.py`` ``_ROPE_DICT``); vllm-ascend
-  v0.18.0 ``ops/rotary_embedding.py`` ``AscendMRotaryEmbedding`` keeps it and records no second copy;
+  builds it for ``max_position_embeddings × factor`` positions, rows of ``rotary_dim``
+  (``RotaryEmbeddingBase.__init__``: ``cos_sin_cache`` of ``[positions, rotary_dim]`` cast to the model dtype, a
+  non-persistent buffer). The factor differs by release (``EngineRules.qwen3_vl_mrope_positions_factor``): 4 at
+  vLLM 0.18.0 (a literal ``* 4``, the Qwen2.5-VL video-position headroom), 1 for Qwen3-VL at vLLM 0.32.0
+  (``models/qwen3_vl.py`` ``mrope_positions_factor``: 4 only with video pruning); Qwen2.5-VL keeps 4 (the
+  ``positions_factor=4`` default). ``get_rope`` caches one instance for every layer (vLLM ``rotary_embedding/
+  __init__.py`` ``_ROPE_DICT``); vllm-ascend v0.18.0 ``ops/rotary_embedding.py`` ``AscendMRotaryEmbedding`` keeps it
+  and records no second copy;
 - Qwen3-VL's vision rotary cache (``EngineRules.vision_rope_cache``): vLLM ``models/qwen3_vl.py``
   ``Qwen3_VisionTransformer.__init__`` ``get_rope(head_size=hidden_size / num_heads, max_position=8192,
   partial_rotary_factor=0.5)``, a plain ``RotaryEmbedding`` of ``[8192, rotary_dim]``; on vllm-ascend (v0.13.0 on)
@@ -29,9 +30,11 @@ parameters + 268,435,456 B of M-RoPE cache + 1,769,472 B of vision rotary cache 
 18,207,105,504 B = 16.9567 GiB against the logged 16.9570 "GB" (GiB).
 
 The encoder's profile-run share (:func:`ascendflow.compiler.memory.vision_weights.encoder_profile`, whose forward
-peak is an *estimate*) needs the largest image the processor accepts: the checkpoint's ``preprocessor_config.json``
+peak is an *estimate*) needs the largest image the processor accepts: ``max_pixels`` (or ``size.longest_edge``) of a
+``--mm-processor-kwargs`` in ``engine.extra_args``, else the checkpoint's ``preprocessor_config.json``
 ``size["longest_edge"]`` (else its ``max_pixels``), read by the model-resolution layer into
-``ModelArchitecture.processor_max_pixels``; without it, the family default below (the public one).
+``ModelArchitecture.processor_max_pixels``; else the family default below (the public one). The plan's estimate
+label names which.
 """
 
 from __future__ import annotations
@@ -81,21 +84,25 @@ def vl_load_buffer_bytes(arch: ModelArchitecture, rules: EngineRules, *, max_num
     return rope + vision_rope + len(deepstack) * max_num_batched_tokens * arch.hidden_size * dtype_bytes
 
 
-def max_pixels_and_source(arch: ModelArchitecture) -> tuple[int | None, str]:
-    """The largest image (pixels) the processor accepts and where it came from: the checkpoint's
+def max_pixels_and_source(arch: ModelArchitecture, mm_kwargs_pixels: int | None = None) -> tuple[int | None, str]:
+    """The largest image (pixels) the processor accepts and where it came from: ``--mm-processor-kwargs``
+    (:func:`ascendflow.compiler.checks.extra_args.mm_kwargs_max_pixels`), else the checkpoint's
     ``preprocessor_config.json`` (``ModelArchitecture.processor_max_pixels``), else the family default
     (:data:`DEFAULT_MAX_PIXELS`); ``(None, "")`` for families not planned here."""
     default = DEFAULT_MAX_PIXELS.get(arch.outer_model_type or "")
     if default is None:
         return None, ""
+    if mm_kwargs_pixels is not None:
+        return mm_kwargs_pixels, f"{mm_kwargs_pixels:,} px from --mm-processor-kwargs"
     if arch.processor_max_pixels is not None:
         return arch.processor_max_pixels, f"{arch.processor_max_pixels:,} px from preprocessor_config.json"
-    return default, f"the family default {default:,} px (no size.longest_edge / max_pixels in a preprocessor_config.json)"
+    return default, (f"the family default {default:,} px (no size.longest_edge / max_pixels in a "
+                     f"preprocessor_config.json)")
 
 
 def encoder_extra_bytes(arch: ModelArchitecture, *, text_activation_bytes: int, max_num_batched_tokens: int,
                         max_num_seqs: int, max_model_len: int, image_limit: int, enable_chunked_prefill: bool,
-                        dtype_bytes: int, tp: int) -> int | None:
+                        dtype_bytes: int, tp: int, mm_kwargs_pixels: int | None = None) -> int | None:
     """What the encoder's dummy images add to the profiled peak on one rank (an estimate), or ``None`` where the
     family's largest image is not known here (the caller then warns).
 
@@ -109,8 +116,10 @@ def encoder_extra_bytes(arch: ModelArchitecture, *, text_activation_bytes: int, 
         enable_chunked_prefill: chunked prefill on.
         dtype_bytes: bytes per element of the model dtype.
         tp: the encoder's TP degree.
+        mm_kwargs_pixels: the largest image given by ``--mm-processor-kwargs``
+            (:func:`ascendflow.compiler.checks.extra_args.mm_kwargs_max_pixels`).
     """
-    max_pixels = max_pixels_and_source(arch)[0]
+    max_pixels = max_pixels_and_source(arch, mm_kwargs_pixels)[0]
     if max_pixels is None or not arch.vision_config:
         return None
     c = arch.vision_config
