@@ -1,6 +1,7 @@
 """Model resolution (I/O before compiling): find or build the weights and read the architecture.
 
-The only file the compiler's input depends on is the model's ``config.json``; weights are needed only to serve.
+The compiler's input depends on the model's ``config.json`` and, for multimodal checkpoints, the largest image of its
+``preprocessor_config.json``; weights are needed only to serve.
 """
 
 from __future__ import annotations
@@ -59,13 +60,43 @@ def _read_architecture(model_dir: Path, key: str) -> ModelArchitecture:
     if not config.is_file():
         raise ConfigError(key, str(model_dir), "is not a Hugging Face model directory (no config.json in it)")
     try:
-        return ModelArchitecture.from_hf_config(json.loads(config.read_text()))
+        arch = ModelArchitecture.from_hf_config(json.loads(config.read_text()))
     except json.JSONDecodeError as exc:
         raise ConfigError(key, str(model_dir), f"config.json is not valid JSON ({exc})") from None
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         raise ConfigError(key, str(model_dir), f"config.json field {'.'.join(map(str, err['loc']))}: "
                                                f"{err['msg']}") from None
+    if arch.vision_config and (pixels := processor_max_pixels(model_dir, key)) is not None:
+        arch = arch.model_copy(update={"processor_max_pixels": pixels})
+    return arch
+
+
+def processor_max_pixels(model_dir: Path, key: str) -> int | None:
+    """The largest image (pixels) of ``model_dir/preprocessor_config.json``: ``size["longest_edge"]`` (transformers
+    ``Qwen2VLImageProcessorFast``, the Qwen3-VL checkpoints), else the older top-level ``max_pixels`` (Qwen2.5-VL);
+    ``None`` without the file or either key (the planner then uses the family default,
+    :mod:`ascendflow.compiler.memory.vision_profile`).
+
+    Raises:
+        ConfigError: the file is not valid JSON, or the value is not a positive integer.
+    """
+    path = model_dir / "preprocessor_config.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(key, str(model_dir), f"preprocessor_config.json is not valid JSON ({exc})") from None
+    size = data.get("size") if isinstance(data, dict) else None
+    field, value = ("size.longest_edge", size["longest_edge"]) if isinstance(size, dict) and "longest_edge" in size \
+        else ("max_pixels", data.get("max_pixels") if isinstance(data, dict) else None)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(key, str(model_dir), f"preprocessor_config.json {field}={value!r} is not a positive pixel "
+                                               f"count: fix the file (vLLM sizes its dummy images from it)")
+    return value
 
 
 #: Weight files vLLM's default loader reads from a directory (vllm/model_executor/model_loader/default_loader.py

@@ -134,6 +134,10 @@ class ModelArchitecture(BaseModel):
     vision_config: dict[str, Any] | None = None
     #: The checkpoint's top-level ``model_type`` when the language model was nested (``qwen3_vl``...), else "".
     outer_model_type: str = ""
+    #: The image processor's largest image in pixels: ``size["longest_edge"]`` (else ``max_pixels``) of the checkpoint's
+    #: ``preprocessor_config.json``, read by the model-resolution layer (:mod:`ascendflow.models.resolve`), not a
+    #: ``config.json`` field; ``None``: not given (the planner uses the family default).
+    processor_max_pixels: int | None = Field(default=None, ge=1)
 
     @classmethod
     def from_hf_config(cls, config: Mapping[str, Any]) -> "ModelArchitecture":

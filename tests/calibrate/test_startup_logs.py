@@ -139,12 +139,17 @@ def test_out_of_sample_kv_tokens(overrides, log, planned_tokens, error_pct):
 
 def test_vl_weights_line_with_the_load_time_buffers():
     # "Loading model weights took 16.9570 GB" (GiB): 8,767,123,696 parameters × 2 B + the M-RoPE cache (4 × 262,144
-    # positions × 128 × 2 B) + 3 deepstack buffers (16,384 × 4,096 × 2 B) = 16.9551 GiB, 2 MiB under the log.
+    # positions × 128 × 2 B: vLLM 0.18.0's literal factor 4) + the vision tower's rotary cache (8,192 × 36 × 2 B) and
+    # vllm-ascend's interleaved copy of it (8,192 × 2 × 36 × 2 B) + 3 deepstack buffers (16,384 × 4,096 × 2 B)
+    # = 18,207,105,504 B = 16.9567 GiB, 0.3 MiB under the log (2.0 MiB under before the vision rotary cache).
     plan = _plan(list(pl.N_02.overrides))
-    assert plan.memory.weights_bytes == 2 * 8_767_123_696 + 4 * 262_144 * 128 * 2 + 3 * 16_384 * 4_096 * 2
+    assert plan.memory.weights_bytes == (2 * 8_767_123_696 + 4 * 262_144 * 128 * 2 + 8_192 * 36 * 2
+                                         + 8_192 * 2 * 36 * 2 + 3 * 16_384 * 4_096 * 2) == 18_207_105_504
     logged = parse_engine_facts(pl.N_02.log).items["weights_bytes"].logged
-    assert round((logged * GIB - plan.memory.weights_bytes) / 2**20, 1) == 2.0  # MiB, from a 4-decimal GiB figure
+    assert round((logged * GIB - plan.memory.weights_bytes) / 2**20, 1) == 0.3  # MiB, from a 4-decimal GiB figure
     assert "vision encoder's profile-run share" in plan.estimates["memory.activation_bytes"]
+    # The config directory has no preprocessor_config.json: the family default, said in the label.
+    assert "the family default 16,777,216 px" in plan.estimates["memory.activation_bytes"]
 
 
 def test_out_of_sample_capture_list_as_printed():

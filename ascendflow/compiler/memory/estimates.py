@@ -24,7 +24,7 @@ MOE_DISPATCH = ("; + MoE dispatch/combine rows (max_num_batched_tokens × DP × 
                 "not planned for MLA MoE models (unmeasured)")
 #: The vision encoder's dummy images in the profile run (``vision_profile.encoder_extra_bytes``).
 VISION_ENCODER = ("; + the vision encoder's profile-run share (max(encoder forward peak - text peak, cached encoder "
-                  "outputs), vLLM gpu_model_runner.py profile_run at the family's default largest image), ESTIMATE "
+                  "outputs), vLLM gpu_model_runner.py profile_run at the largest image: {}), ESTIMATE "
                   "of the forward peak, unfitted; checked on N-02 (Qwen3-VL-8B TP1, v0.18.0: +1.1 % KV tokens on "
                   "60.96 GiB, +1.9 % on 61.27 GiB; +5.2 % / +6.0 % before it and the load-time buffers)")
 #: What the accept / refuse / near-boundary checks rest on (``checks.memory.check_kv_allocation``).
@@ -49,7 +49,7 @@ ASCEND_LAYOUT = ("ESTIMATE: non-uniform KV layout on vllm-ascend (patch_mamba_co
 def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, cudagraph_mode: str,
                    graph_subtracted: bool, graph_profiled: bool = False,
                    kv_kinds: frozenset[str] = frozenset(), moe: bool = False,
-                   vl_encoder: bool = False) -> dict[str, str]:
+                   vl_encoder: str = "") -> dict[str, str]:
     """Labels for the figures of this plan that are estimates (key: the plan field).
 
     Args:
@@ -62,13 +62,14 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
         graph_profiled: the release profiles graph memory itself (its estimate, not the captured pool).
         kv_kinds: the kinds of the plan's KV cache groups (``full``, ``sliding``, ``mamba``...).
         moe: the model has routed experts (the NPU activation then includes the fitted MoE dispatch rows).
-        vl_encoder: the activation includes the vision encoder's profile-run share.
+        vl_encoder: where the largest image of the vision encoder's profile-run share came from
+            (:func:`~ascendflow.compiler.memory.vision_profile.max_pixels_and_source`); empty: no such share.
     """
     labels: dict[str, str] = {}
     if not platform_for(hw.kind).profiles_memory:
         return labels
     labels["memory.activation_bytes"] = ACTIVATION + (MOE_DISPATCH if moe and platform_for(hw.kind).ascend_config
-                                                      else "") + (VISION_ENCODER if vl_encoder else "")
+                                                      else "") + (VISION_ENCODER.format(vl_encoder) if vl_encoder else "")
     if platform_for(hw.kind).ascend_config:
         labels["kv_cache.fits"] = BOUNDARY
     labels["memory.non_torch_bytes"] = NON_TORCH

@@ -13,6 +13,7 @@ from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.mla_weights import mlapo_frees_originals
 from ascendflow.compiler.memory.overheads import (KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes,
                                                  moe_dispatch_bytes, non_torch_bytes, p310_cleared_non_torch_bytes)
+from ascendflow.compiler.checks.extra_args import mm_kwargs_max_pixels
 from ascendflow.compiler.memory.vision_profile import DEFAULT_MAX_PIXELS, encoder_extra_bytes, vl_load_buffer_bytes
 from ascendflow.compiler.memory.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
 from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
@@ -70,8 +71,8 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
     weight_rules = _weight_rules(spec, rules, mtp_kv_layers, role, limits.max_num_batched_tokens)
     vision, vision_warnings = _vision_bytes(spec, arch, par.tensor_parallel_size, DTYPE_BYTES[dtype])
     tower = vision > 0  # the tower is built (its weights counted)
-    if arch.vision_config and arch.outer_model_type in VISION_MODEL_TYPES:  # M-RoPE cache, deepstack buffers
-        vision += vl_load_buffer_bytes(arch, max_num_batched_tokens=limits.max_num_batched_tokens,
+    if arch.vision_config and arch.outer_model_type in VISION_MODEL_TYPES:  # M-RoPE, vision rotary, deepstack
+        vision += vl_load_buffer_bytes(arch, rules, max_num_batched_tokens=limits.max_num_batched_tokens,
                                        dtype_bytes=DTYPE_BYTES[dtype], tower=tower)
     stages, partition = [], pp_partition(arch.num_hidden_layers, par.pipeline_parallel_size)
     for index, layers in enumerate(partition):
@@ -127,7 +128,8 @@ def _vision_bytes(spec: RunSpec, arch: ModelArchitecture, tp: int, dtype_bytes: 
     :mod:`ascendflow.compiler.memory.vision_weights`), 0 for text models and when ``model.limit_mm_per_prompt`` gives
     0 images and 0 videos (vLLM 0.32.0 ``interfaces.py`` ``_mark_tower_model``: the tower becomes a
     ``StageMissingLayer``; read in 0.23.0 too, assumed on every row). The encoder's share of the profile run needs
-    the processor's ``max_pixels`` (not in ``config.json``): planned for Qwen3-VL at its public default
+    the processor's ``max_pixels`` (not in ``config.json``): planned for Qwen3-VL at the checkpoint's
+    ``preprocessor_config.json`` value (``ModelArchitecture.processor_max_pixels``), else its public default
     (:mod:`ascendflow.compiler.memory.vision_profile`), said in a warning for the others; so is the multimodal
     processor cache, host memory (vLLM ``config/multimodal.py``: ``mm_processor_cache_gb × (api_server_count +
     data_parallel_size)``, default 4 GiB)."""
@@ -164,7 +166,8 @@ def _encoder_extra(spec: RunSpec, arch: ModelArchitecture, limits: Limits, text_
                                max_num_batched_tokens=limits.max_num_batched_tokens, max_num_seqs=limits.max_num_seqs,
                                max_model_len=limits.max_model_len, image_limit=image_limit,
                                enable_chunked_prefill=spec.engine.enable_chunked_prefill is not False,
-                               dtype_bytes=dtype_bytes, tp=spec.parallel.tensor_parallel_size)
+                               dtype_bytes=dtype_bytes, tp=spec.parallel.tensor_parallel_size,
+                               mm_kwargs_pixels=mm_kwargs_max_pixels(spec.engine.extra_args))
 
 
 def _mlapo_switch(spec: RunSpec, rules: EngineRules) -> bool:

@@ -102,6 +102,22 @@ class EngineRules(BaseModel):
             is an explicit float16 / bfloat16 kept by the accelerated GDN backend (``_cpu_mamba_backend``), logging
             "Reset SSM cache type to float32 for accelerated GDN mamba backend". ``false`` (default) on the NPU and
             CUDA rows: ``auto`` is the model dtype (``MambaStateDtypeCalculator``).
+        qwen3_vl_mrope_positions_factor: positions of Qwen3-VL's text M-RoPE cos/sin cache per
+            ``max_position_embeddings`` (:mod:`ascendflow.compiler.memory.vision_profile`). 4: vLLM
+            ``rotary_embedding/mrope.py`` ``MRotaryEmbedding.__init__`` ``max_position_embeddings * 4`` unconditionally
+            (vLLM 0.18.0, confirmed by N-02's weights line); 1: vLLM 0.32.0 ``models/qwen3_vl.py``
+            ``Qwen3VLDecoderLayer`` / ``qwen3_vl_moe.py`` ``Qwen3VLMoeDecoderLayer`` pass
+            ``mrope_positions_factor(vllm_config)``, 4 only with video pruning, which no ascendflow key turns on.
+            The vLLM release that introduced ``mrope_positions_factor`` is not pinned: rows paired with vLLM 0.19 ...
+            0.31 keep 4, the last confirmed value (ESTIMATE, unverified). Qwen2.5-VL keeps 4 on every row.
+        vision_rope_cache: the Qwen3-VL vision tower's rotary cache (vLLM ``qwen3_vl.py``
+            ``Qwen3_VisionTransformer.__init__`` ``get_rope(head_size=hidden/heads, max_position=8192,
+            partial_rotary_factor=0.5)``: a plain ``RotaryEmbedding``, ``cos_sin_cache`` of ``[8192, rotary_dim]`` in
+            the model dtype). ``plain`` (CPU/CUDA rows); ``plain_and_interleaved`` (vllm-ascend >= v0.13.0
+            ``ops/rotary_embedding.py`` ``AscendRotaryEmbedding.__init__`` also calls
+            ``_record_cos_and_sin_cache_interleaved``: a ``[8192, 2, rotary_dim]`` copy, twice the cache, kept in
+            module globals); ``none`` (v0.11.0: no interleaved copy, and vLLM 0.11.0 predates vLLM PR #28798,
+            2025-11-16, which gave the Qwen-VL towers a cos/sin cache: not read in the 0.11.0 wheel, ESTIMATE).
         pp_in_flight_batches: batches in flight at PP > 1: ``pipeline_size`` where the sliding-window reservation
             reads ``VllmConfig.max_concurrent_batches`` (the pipeline size on the V1 runner: vllm-ascend v0.23.0's
             patch; vLLM >= 0.26 ``max_in_flight_tokens`` in ``kv_cache_interface.py``), ``one`` where nothing reads it.
@@ -237,6 +253,8 @@ class EngineRules(BaseModel):
     swa_in_flight_batches: int = Field(ge=1)
     pp_in_flight_batches: Literal["one", "pipeline_size"]
     ssm_state_float32_on_avx512_bf16: bool = False
+    qwen3_vl_mrope_positions_factor: Literal[1, 4]
+    vision_rope_cache: Literal["none", "plain", "plain_and_interleaved"]
     kv_multi_group_scaling: bool
     logged_kv_tokens: Literal["blocks_per_group", "concurrency_x_len"]
     ascend_hybrid_block_rule: Literal["full_page", "ssm_k_page"] = "ssm_k_page"
