@@ -88,7 +88,8 @@ def serving(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
     (run_dir / "serve_command.txt").write_text(" ".join(argv) + "\n")
     health_url = f"http://{host}:{port}/health"
     base_url = f"http://{host}:{port}"
-    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s) as server, \
+    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s,
+                        what="the engine") as server, \
             (prestart(base_url, health_url, api_key) if prestart else contextlib.nullcontext()) as early:
         status(f"engine starting on {host}:{port} (log: {log_path})")
         start_s = wait_healthy(server, health_url, spec.run.health_timeout_s,
@@ -295,7 +296,8 @@ def run_offline(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
     log_path = run_dir / "engine.log"
     argv = [sys.executable, "-m", "ascendflow.runner.offline_worker", str(run_dir / "plan.json"),
             str(requests_path), str(out_path)]
-    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s) as worker:
+    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s,
+                        what="the engine") as worker:
         status(f"offline generation with vllm.LLM (log: {log_path})")
         code = worker.wait()
     if code != 0 or not out_path.exists():

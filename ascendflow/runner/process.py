@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -10,8 +11,12 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ascendflow.interrupts import spawning
+from ascendflow.interrupts import spawning, stopping
 from ascendflow.runner.watchdog import ORPHAN_GRACE_S, group_alive
+
+
+#: Seconds between SIGTERMs to a leader that has not exited after an interrupt (see :class:`ManagedProcess`).
+RESEND_S = 1.0
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -35,18 +40,37 @@ class ManagedProcess:
     started beside the group) sends the group SIGTERM, then SIGKILL after ``ORPHAN_GRACE_S`` (3 s): vLLM's engine
     core and workers are the leader's children, which no parent-death signal of ours reaches.
 
+    After SIGTERM or Ctrl-C reached this process (:func:`ascendflow.interrupts.stopping`) the whole group gets
+    SIGTERM at once, leader included: while vLLM's API server starts, its main thread waits in ZMQ polls for the
+    engine core's handshake and ready message (``vllm/v1/engine/utils.py`` ``wait_for_engine_startup``,
+    ``STARTUP_POLL_PERIOD_MS`` 10 s; ``core_client.py`` ``MPClient.__init__``) and did not act on its SIGTERM; the
+    engine core got its SIGTERM from the half-grace group signal, 10 s after Ctrl-C (measured, vLLM 0.32.0 CPU,
+    2026-12-03: 18.5 s from Ctrl-C to the exit line). The engine core and its workers shut down on SIGTERM within the
+    second (engine.log: "EngineCore: trigger received signal=SIGTERM", "all workers exited gracefully"); SIGKILL
+    after ``grace_s`` and the watchdog still guard against anything left, so no orphan risk is added. The first
+    interrupted stop of a run with an engine prints one line at once: ``interrupted: stopping the engine (up to N
+    s)…``.
+
     Args:
         argv: command line.
         env: full environment of the child.
         log_path: file receiving the child's output.
         grace_s: seconds between SIGTERM and SIGKILL.
+        what: what the group is, for the interrupt line (``"the engine"``); ``None``: not named.
     """
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str], log_path: Path, grace_s: float = 20) -> None:
+    #: Groups started and not yet stopped, in start order (the interrupt line names the engine among them).
+    live: list["ManagedProcess"] = []
+    #: The interrupt line was printed (once per process).
+    announced = False
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str], log_path: Path, grace_s: float = 20,
+                 what: str | None = None) -> None:
         self.argv = list(argv)
         self.env = env
         self.log_path = log_path
         self.grace_s = grace_s
+        self.what = what
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> "ManagedProcess":
@@ -58,6 +82,7 @@ class ManagedProcess:
                                              stdin=subprocess.DEVNULL, start_new_session=True,
                                              preexec_fn=_die_with_parent)
                 start_watchdog(self.proc.pid)
+                ManagedProcess.live.append(self)
         except BaseException:
             self.stop()  # a `with` whose __enter__ raised never calls __exit__
             raise
@@ -80,12 +105,20 @@ class ManagedProcess:
         """Stop the whole process group: SIGTERM, wait up to ``grace_s``, then SIGKILL. Idempotent."""
         if self.proc is None:
             return
+        interrupted = stopping()
+        if interrupted:
+            _announce()
         pgid = self.proc.pid
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         start = time.monotonic()
         deadline = start + self.grace_s
         group_signalled = False
+        resend = start + RESEND_S
+        if interrupted:  # the whole group at once (see the class docstring)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGTERM)
+            group_signalled = True
         while time.monotonic() < deadline:
             leader_done = self.proc.poll() is not None
             if not group_signalled and (leader_done or time.monotonic() > start + self.grace_s / 2):
@@ -96,6 +129,10 @@ class ManagedProcess:
                 group_signalled = True
             if leader_done and not group_alive(pgid):
                 break
+            if interrupted and not leader_done and time.monotonic() >= resend:  # see the class docstring
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.send_signal(signal.SIGTERM)
+                resend = time.monotonic() + RESEND_S
             time.sleep(0.2)
         else:
             try:
@@ -109,6 +146,19 @@ class ManagedProcess:
         # Reap stragglers of the group that were killed after the leader exited.
         while group_alive(pgid) and time.monotonic() < deadline + 10:
             time.sleep(0.2)
+        if self in ManagedProcess.live:
+            ManagedProcess.live.remove(self)
+
+
+def _announce() -> None:
+    """Print ``interrupted: stopping the engine (up to N s)…`` once, when a named group still runs."""
+    if ManagedProcess.announced:
+        return
+    running = [p for p in ManagedProcess.live if p.what and p.proc is not None and p.proc.poll() is None]
+    if running:
+        ManagedProcess.announced = True
+        print(f"interrupted: stopping {running[0].what} (up to {running[0].grace_s:g} s)…", file=sys.stderr,
+              flush=True)
 
 
 #: The watchdog script, run by path with ``python -I`` so that it imports no package (about 20 ms to start).
