@@ -19,6 +19,31 @@ from ascendflow.runner.watchdog import ORPHAN_GRACE_S, group_alive
 RESEND_S = 1.0
 
 
+#: Seconds a leader may outlive the rest of its group after an interrupt before it is killed: vLLM's API server, its
+#: engine core gone, waits for the benchmark client's streaming connections to close ("Waiting for connections to
+#: close") and held them until SIGKILL at the grace (measured 2026-12-03: 20 s; the client's partial result waited
+#: on it). The engine core, which holds the device, has exited by then.
+LEADER_ALONE_S = 2.0
+
+
+def _others(pgid: int) -> bool:
+    """Whether an engine core or worker of group ``pgid`` still lives: a member other than the leader, not a zombie,
+    named by vLLM's process title (``VLLM::EngineCore``, ``VLLM::Worker``...: ``/proc/<pid>/stat``). Other members
+    (the API server's multiprocessing resource tracker: it stayed as long as the leader, measured) hold no device."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == pgid:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                name, _, rest = f.read().partition(b" (")[2].rpartition(b")")
+        except OSError:
+            continue
+        fields = rest.split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z" and name.startswith(b"VLLM::"):
+            return True
+    return False
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """Ask the kernel to send SIGTERM to this child when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``)."""
     try:
@@ -114,7 +139,7 @@ class ManagedProcess:
         start = time.monotonic()
         deadline = start + self.grace_s
         group_signalled = False
-        resend = start + RESEND_S
+        resend, alone_since = start + RESEND_S, None
         if interrupted:  # the whole group at once (see the class docstring)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGTERM)
@@ -129,12 +154,17 @@ class ManagedProcess:
                 group_signalled = True
             if leader_done and not group_alive(pgid):
                 break
-            if interrupted and not leader_done and time.monotonic() >= resend:  # see the class docstring
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.send_signal(signal.SIGTERM)
-                resend = time.monotonic() + RESEND_S
+            if interrupted and not leader_done:  # see the class docstring
+                now = time.monotonic()
+                if now >= resend:
+                    with contextlib.suppress(ProcessLookupError):
+                        self.proc.send_signal(signal.SIGTERM)
+                    resend = now + RESEND_S
+                alone_since = (alone_since or now) if not _others(pgid) else None
+                if alone_since is not None and now - alone_since >= LEADER_ALONE_S:
+                    break  # the engine core and workers are gone: the leader alone is killed (below)
             time.sleep(0.2)
-        else:
+        if self.proc.poll() is None or group_alive(pgid):  # past the grace, or a leader left alone after an interrupt
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except ProcessLookupError:
