@@ -192,15 +192,32 @@ def _run_job(inputs: JobInputs, tracking: TrackingSpec, previous: Path | None) -
     except (KeyboardInterrupt, Terminated) as exc:
         tracked.set_tags({"error": "interrupted"})
         _write_interrupted(run_dir, exc)
+        kept = _partial_benchmark(run_dir)
+        if kept:  # Ctrl-C during the benchmark: its partial counts and rates, as a FAILED run's (engine death)
+            tracked.log_metrics(bench_metrics(kept))
         tracked.end("KILLED", run_dir)
         if sweep:
             end_parent(sweep, "KILLED")
-        console.fail_line("interrupted: every process of the run stopped, MLflow run ended KILLED")
+        console.fail_line("interrupted: every process of the run stopped, MLflow run ended KILLED"
+                          + (f" ({kept.get('completed')} completed, {kept.get('failed')} failed, partial result "
+                             f"kept in benchmark.json)" if kept else ""))
         sys.exit(130)
     except Exception as exc:
         return _fail(tracked, run_dir, exc, multirun, inputs.run)
     finally:
         restore_handlers(handlers)
+
+
+def _partial_benchmark(run_dir: Path) -> dict[str, Any] | None:
+    """The benchmark client's result written before an interrupt ended the run (``benchmark.json``: the client
+    writes it once its requests returned, :func:`ascendflow.runner.local._partial_result_on_interrupt`), or
+    ``None``. The run directory holds only this run's files (earlier ones are moved to ``previous/``)."""
+    path = run_dir / "benchmark.json"
+    with contextlib.suppress(OSError, ValueError):
+        if path.is_file() and not (run_dir / "result.json").exists():
+            data = json.loads(path.read_text())
+            return data if isinstance(data, dict) else None
+    return None
 
 
 def _write_interrupted(run_dir: Path, exc: BaseException) -> None:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console(stderr=False, highlight=False)
@@ -20,7 +21,7 @@ LOG_REPEAT_S = 15.0
 def step(title: str) -> Iterator[Any]:
     """A spinner with ``title`` while the block runs; yields ``update(text)`` for live status lines."""
     if not console.is_terminal:
-        console.print(f"[bold]…[/] {title}")
+        console.print(f"[bold]…[/] {escape(title)}")
         last = {"text": "", "printed": "", "at": 0.0}
 
         def update(text: str) -> None:
@@ -30,21 +31,22 @@ def step(title: str) -> Iterator[Any]:
             now = time.monotonic()
             if text.split("…")[0] != last["text"].split("…")[0] or (now - last["at"] >= LOG_REPEAT_S
                                                                      and text != last["printed"]):
-                console.print(f"  {text}")
+                console.print(f"  {text}", markup=False)
                 last["at"], last["printed"] = now, text
             last["text"] = text
 
         yield update
         return
-    with console.status(f"[bold]{title}[/]") as status:
-        yield lambda text: status.update(f"[bold]{title}[/] — {text}")
-    console.print(f"[green]✓[/] {title}")
+    with console.status(f"[bold]{escape(title)}[/]") as status:
+        yield lambda text: status.update(f"[bold]{escape(title)}[/] — {escape(text)}")
+    console.print(f"[green]✓[/] {escape(title)}")
 
 
 def fail_line(message: str) -> None:
     """Print a one-line error to stderr (the first line of ``message`` in bold red, the rest plain)."""
     first, *rest = message.splitlines() or [""]
-    err_console.print(f"[bold red]error:[/] {first}", soft_wrap=True)
+    # the message is text, never rich markup: "[a,b]" in a fix was printed as nothing (rich read it as a tag)
+    err_console.print(f"[bold red]error:[/] {escape(first)}", soft_wrap=True)
     for line in rest:
         err_console.print(line, soft_wrap=True, markup=False)
     sys.stderr.flush()
@@ -52,7 +54,7 @@ def fail_line(message: str) -> None:
 
 def warn_err(message: str) -> None:
     """Print a one-line warning to stderr (something went wrong that the run survived)."""
-    err_console.print(f"[yellow]warning:[/] {message}", soft_wrap=True)
+    err_console.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
     sys.stderr.flush()
 
 

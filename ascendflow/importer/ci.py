@@ -108,11 +108,7 @@ def _external_dp(raw: dict[str, Any], source: str) -> list[list[ServeCommand]]:
 
 
 def _command(argv: list[str], env: dict[str, str], source: str, raw: dict, role: str, node: int) -> ServeCommand:
-    try:
-        command = parse_command(argv, env=env, source=source, name=str(raw.get("test_name") or ""))
-    except ConfigError as error:  # which of the config's commands
-        raise ConfigError(error.key, source if error.value == "vllm serve" else error.value,
-                          error.rule if error.value == "vllm serve" else f"{error.rule} ({source})") from None
+    command = parse_command(argv, env=env, source=source, name=str(raw.get("test_name") or ""))  # errors name it
     command.role, command.node = role, node
     return command
 

@@ -93,10 +93,72 @@ def serve_parser() -> argparse.ArgumentParser:
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
 
     def error(message: str) -> None:
-        raise ConfigError(KEY, "vllm serve", "vLLM's parser: " + " ".join(message.split()))
+        raise parser_error(" ".join(message.split()), parser)
 
     parser.error = error  # argparse calls self.error(): one line instead of usage + exit 2
     return parser
+
+
+class FlagError(ConfigError):
+    """A flag given without the value it needs: ``--flag: <rule>`` (no value to quote)."""
+
+    def __init__(self, key: str, rule: str) -> None:
+        super().__init__(key, None, rule)
+        self.args = (f"{key}: {rule}",)
+
+
+#: The fix for a value vLLM's parser refuses, per the type function argparse names ("invalid <type> value").
+#: ``human_readable_int(_or_auto)``: vLLM ``vllm/utils/argparse_utils.py`` (vLLM 0.32.0, the pinned one): digits,
+#: or a number with k/m/g/t (×1000) or K/M/G/T (×1024); ``_or_auto`` also takes ``auto`` or ``-1``.
+_TYPE_FIXES = {
+    "human_readable_int_or_auto": ("an integer such as 32768 or 32k (k = 1000, K = 1024), or auto", "32768"),
+    "human_readable_int": ("an integer such as 8192 or 8k (k = 1000, K = 1024)", "8192"),
+    "int": ("a whole number such as 8", "8"),
+    "float": ("a number such as 0.9", "0.9"),
+}
+
+
+def at_source(error: ConfigError, source: str) -> ConfigError:
+    """``error`` with the command it came from (a file line, a CI config's node and rank) before its fix; once."""
+    if source == "command line" or f"({source})" in error.rule:
+        return error
+    if error.key == KEY and error.value == "vllm serve":
+        return ConfigError(KEY, source, error.rule)
+    rule, sep, fix = error.rule.partition("; fix: ")
+    rule = f"{rule} ({source}){sep}{fix}"
+    return FlagError(error.key, rule) if isinstance(error, FlagError) else ConfigError(error.key, error.value, rule)
+
+
+def parser_error(message: str, parser: argparse.ArgumentParser) -> ConfigError:
+    """One line for argparse's ``message`` about a ``vllm serve`` argument: the flag (its long spelling), the value,
+    vLLM's rule and the fix (before: ``command='vllm serve': vLLM's parser: argument --max-model-len/...: ...``)."""
+    found = re.fullmatch(r"argument (\S+): (.*)", message)
+    if found is None:
+        return ConfigError(KEY, "vllm serve", f"vLLM's parser: {message}; fix: see vllm serve --help")
+    spellings = found.group(1).split("/")
+    flag = next((f for f in spellings if f.startswith("--")), spellings[0])
+    rule = found.group(2)
+    action = parser._option_string_actions.get(flag)
+    if bad := re.fullmatch(r"invalid (\w+) value: '(.*)'", rule):
+        kind, value = bad.groups()
+        fix = _TYPE_FIXES.get(kind, (f"a value of the form vllm serve --help gives for {flag}",))[0]
+        return ConfigError(flag, value, f"is not a valid {kind} (vLLM's parser, type of {flag}); fix: give {fix}")
+    if bad := re.fullmatch(r"invalid choice: '(.*)' \((choose from .*)\)", rule):
+        return ConfigError(flag, bad.group(1), f"is not one of vLLM's choices; fix: {bad.group(2)}")
+    if bad := re.fullmatch(r"ignored explicit argument '(.*)'", rule):
+        switches = " or ".join(spellings[:2]) if len(spellings) > 1 else flag
+        return ConfigError(flag, bad.group(1), f"is a switch and takes no value; fix: write {switches}")
+    if rule.startswith("expected"):
+        count = rule.removeprefix("expected ").removesuffix("s").removesuffix(" argument")
+        kind = getattr(getattr(action, "type", None), "__name__", "")
+        example = _TYPE_FIXES.get(kind, (None, "VALUE"))[1]
+        if flag.endswith("-parallel-size"):
+            example = "8"
+        elif flag.endswith("-port"):
+            example = "8000"
+        return FlagError(flag, f"expects {count} value and none was given (vLLM's parser: {rule}); fix: give one ({flag} {example}) or drop the flag")
+    fix = "give the whole value as valid JSON" if "Invalid JSON" in rule else "see vllm serve --help"
+    return FlagError(flag, f"vLLM's parser: {rule}; fix: {fix}")
 
 
 def vllm_version() -> str:
@@ -186,6 +248,13 @@ def parse_command(argv: list[str], *, env: dict[str, str] | None = None, source:
         ConfigError: not a ``vllm serve`` command, no model, a flag or value vLLM's parser refuses (vLLM's message,
             on one line).
     """
+    try:
+        return _parse_command(argv, env=env, source=source, name=name)
+    except ConfigError as error:  # which command: a file's line, a CI config's node and rank
+        raise at_source(error, source) from None
+
+
+def _parse_command(argv: list[str], *, env: dict[str, str] | None, source: str, name: str) -> ServeCommand:
     if argv[:2] == ["vllm", "serve"]:
         argv = argv[2:]
     elif argv and argv[0] in ("vllm", "python", "python3"):

@@ -26,7 +26,7 @@ import yaml
 
 from ascendflow.compiler.plan import Plan
 from ascendflow.compiler.rules.software import version_at_least
-from ascendflow.importer.recipe import CONF, Imported, target_row
+from ascendflow.importer.recipe import CONF, Imported, check_target, target_row
 from ascendflow.importer.roundtrip import compose_recipe, given_options, typed_values
 from ascendflow.schema.errors import ConfigError
 
@@ -237,8 +237,7 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
     Raises:
         ConfigError: an unknown hardware option or release row (one line).
     """
-    if not (CONF / "hardware" / f"{to_hardware}.yaml").is_file():
-        raise ConfigError("--to hardware", to_hardware, "is no hardware option (conf/hardware)")
+    check_target(to_hardware, release)
     row = target_row(to_hardware, release)
     source_hw = _option(imported.recipe, "hardware")
     source_raw = compose_recipe(imported)

@@ -269,6 +269,31 @@ def to_recipe(commands: list[ServeCommand], *, hardware: str, model: str | None 
                     dropped=dropped, dropped_additional=dropped_additional, checkpoint_quantization=checkpoint)
 
 
+def check_target(hardware: str, release: str | None) -> None:
+    """``--to hardware=OPTION [release=ROW]``: OPTION a ``conf/hardware`` option, ROW a version-matrix row.
+
+    Raises:
+        ConfigError: one line naming the key, the value, the rule and the fix (the nearest option, then all).
+    """
+    from ascendflow.compiler.rules.software import version_matrix
+
+    _check_option("--to hardware", hardware, sorted(p.stem for p in (CONF / "hardware").glob("*.yaml")),
+                  "a hardware option (conf/hardware)")
+    if release is not None:
+        _check_option("--to release", release, sorted(version_matrix()),
+                      "a version-matrix row (ascendflow/compiler/rules/data/version_matrix.yaml)")
+
+
+def _check_option(key: str, value: str, options: list[str], what: str) -> None:
+    if value in options:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
+    fix = f"did you mean {key.split()[-1]}={close[0]}? " if close else ""
+    raise ConfigError(key, value, f"is not {what}; fix: {fix}pick from: {', '.join(options)}")
+
+
 def target_row(hardware: str, release: str | None) -> tuple[str, dict[str, Any]]:
     """``(row name, version-matrix row)`` of ``hardware`` (its ``software``) or of ``release``."""
     from ascendflow.compiler.rules.software import version_matrix

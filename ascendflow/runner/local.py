@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator
 
 from ascendflow.compiler import Plan
+from ascendflow.interrupts import Terminated
 from ascendflow.profiling import profiler_config_arg, summarize_profile
 from ascendflow.runner.bench import WAIT_S_ENV, WAIT_URL_ENV, bench_argv, bench_command_text, progress_from_log
 from ascendflow.runner.engine_log import parse_engine_log_file
@@ -88,7 +90,8 @@ def serving(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
     (run_dir / "serve_command.txt").write_text(" ".join(argv) + "\n")
     health_url = f"http://{host}:{port}/health"
     base_url = f"http://{host}:{port}"
-    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s) as server, \
+    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s,
+                        what="the engine") as server, \
             (prestart(base_url, health_url, api_key) if prestart else contextlib.nullcontext()) as early:
         status(f"engine starting on {host}:{port} (log: {log_path})")
         start_s = wait_healthy(server, health_url, spec.run.health_timeout_s,
@@ -166,6 +169,24 @@ CLIENT_POLL_S = 0.2
 FAILED_REQUESTS_RECHECK_S = 5
 
 
+#: Seconds the benchmark client gets after Ctrl-C/SIGTERM, once the engine is stopped, to write its partial result
+#: (its open and remaining requests fail at once, connection refused, as after an engine death).
+CLIENT_GRACE_AFTER_INTERRUPT_S = 15
+
+
+def _partial_result_on_interrupt(server: ManagedProcess | None, client: ManagedProcess, log_path: Path) -> None:
+    """Ctrl-C or SIGTERM during the benchmark: stop the engine first, so vLLM's client, which computes and saves its
+    result only once every request returned (``vllm/benchmarks/serve.py`` ``benchmark``: ``asyncio.gather`` then
+    ``calculate_metrics``, vLLM 0.32.0), sees its remaining requests fail and writes ``benchmark.json`` as it does
+    after an engine death; then give it :data:`CLIENT_GRACE_AFTER_INTERRUPT_S`. A client stopped first (the order
+    before) wrote nothing. No engine of ours (attach mode) or no main run yet: nothing to keep, nothing done."""
+    if server is None or client.returncode is not None or not _main_run_started(log_path):
+        return
+    server.stop()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        client.wait(timeout=CLIENT_GRACE_AFTER_INTERRUPT_S)
+
+
 def _main_run_started(log_path: Path) -> bool:
     """Whether vLLM's client has begun its main run (``vllm/benchmarks/serve.py`` ``benchmark`` prints "Starting main
     benchmark run..." after its ready check, vLLM 0.32.0); before it, it never writes a result."""
@@ -214,22 +235,27 @@ def run_bench_client(args: list[str], run_dir: Path, spec: RunSpec, status: Stat
     with started as client:
         log_path = client.log_path
         last_probe = died_at = 0.0
-        while client.returncode is None:
-            # The last progress seen (the log's tail may later hold only the client's exit noise).
-            done = (progress_from_log(log_path.read_text(errors="replace")) if log_path.exists() else None) or done
-            status(f"benchmark {done[0]}/{done[1]} requests" if done else "benchmark starting")
-            now = time.monotonic()
-            if down is None and now - last_probe >= HEALTH_PROBE_S:
-                last_probe = now
-                if window is not None:
-                    window.sample()
-                if (down := engine_down(server, health_url)) is not None:
-                    died_at, stage = now, ("benchmark" if done else "warm-up")
-                    status(f"engine died during the {stage} ({down}); waiting for the client's partial result")
-            if down is not None and (now - died_at > CLIENT_GRACE_AFTER_DEATH_S or not _main_run_started(log_path)):
-                client.stop()  # past its grace, or still before its main run: it has no partial result to write
-                break
-            time.sleep(CLIENT_POLL_S)
+        try:
+            while client.returncode is None:
+                # The last progress seen (the log's tail may later hold only the client's exit noise).
+                done = (progress_from_log(log_path.read_text(errors="replace")) if log_path.exists() else None) or done
+                status(f"benchmark {done[0]}/{done[1]} requests" if done else "benchmark starting")
+                now = time.monotonic()
+                if down is None and now - last_probe >= HEALTH_PROBE_S:
+                    last_probe = now
+                    if window is not None:
+                        window.sample()
+                    if (down := engine_down(server, health_url)) is not None:
+                        died_at, stage = now, ("benchmark" if done else "warm-up")
+                        status(f"engine died during the {stage} ({down}); waiting for the client's partial result")
+                if down is not None and (now - died_at > CLIENT_GRACE_AFTER_DEATH_S
+                                         or not _main_run_started(log_path)):
+                    client.stop()  # past its grace, or before its main run: it has no partial result to write
+                    break
+                time.sleep(CLIENT_POLL_S)
+        except (KeyboardInterrupt, Terminated):
+            _partial_result_on_interrupt(server, client, log_path)
+            raise
     benchmark = json.loads(result_path.read_text()) if result_path.exists() else None
     if down is None:  # the client may have finished (its requests failing fast) before the next probe
         down = engine_down(server, health_url)
@@ -295,7 +321,8 @@ def run_offline(plan: Plan, spec: RunSpec, run_dir: Path, status: Status,
     log_path = run_dir / "engine.log"
     argv = [sys.executable, "-m", "ascendflow.runner.offline_worker", str(run_dir / "plan.json"),
             str(requests_path), str(out_path)]
-    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s) as worker:
+    with ManagedProcess(argv, engine_env(plan, run_dir, secrets), log_path, spec.run.shutdown_grace_s,
+                        what="the engine") as worker:
         status(f"offline generation with vllm.LLM (log: {log_path})")
         code = worker.wait()
     if code != 0 or not out_path.exists():

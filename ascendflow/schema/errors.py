@@ -25,12 +25,14 @@ class ConfigError(ValueError):
         super().__init__(f"{key}={value!r}: {rule}")
 
 
-def format_validation_error(exc: Any, prefix: str = "") -> ConfigError:
+def format_validation_error(exc: Any, prefix: str = "", model: Any = None) -> ConfigError:
     """Turn the first error of a pydantic ``ValidationError`` into a :class:`ConfigError`.
 
     Args:
         exc: a ``pydantic.ValidationError``.
         prefix: dotted prefix to put before the error location (e.g. ``"engine"``).
+        model: the pydantic model validated; a list- or tuple-typed field's fix then shows an example of its own
+            element type (``'search.tensor_parallel_sizes=[1,2,4]'``), else a generic one.
 
     Returns:
         ConfigError naming the dotted key, the input value and pydantic's message (the rule).
@@ -49,10 +51,39 @@ def format_validation_error(exc: Any, prefix: str = "") -> ConfigError:
     elif err["type"] == "missing":
         value = None
         rule = "required key is missing"
+    elif err["type"] in _SEQUENCE_TYPES:
+        example = _list_example(model, err["loc"]) if model is not None else "[a,b]"
+        rule = (f"{rule}; give a list in Hydra's syntax, quoted for the shell: '{key}={example}' "
+                f"(one value: '{key}=[{example[1:].split(',')[0].rstrip(']')}]')")
     elif (fix := _FIXES.get(err["type"])) is not None:
         ctx = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in (err.get("ctx") or {}).items()}
         rule = f"{rule}; {fix.format(key=key, **ctx)}"
     return ConfigError(key or "<root>", value, rule)
+
+
+#: pydantic error types of a value that is not a sequence where the field is a list, tuple or set (``'abc'`` where
+#: ``tuple[int, ...]`` is declared: pydantic 2 "Input should be a valid tuple").
+_SEQUENCE_TYPES = {"tuple_type", "list_type", "set_type", "frozen_set_type"}
+
+
+def _list_example(model: Any, loc: tuple) -> str:
+    """A Hydra list of the element type of the field at ``loc`` of pydantic ``model`` (``[1,2,4]`` for integers)."""
+    import typing
+
+    annotation: Any = model
+    for part in loc:
+        fields = getattr(annotation, "model_fields", None)
+        if not fields or part not in fields:
+            return "[a,b]"
+        annotation = fields[part].annotation
+        while typing.get_origin(annotation) is typing.Union:  # Optional[...]: the non-None member
+            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    element = next((a for a in typing.get_args(annotation) if a is not Ellipsis), None)
+    while typing.get_origin(element) is typing.Annotated:
+        element = typing.get_args(element)[0]
+    if typing.get_origin(element) is typing.Literal:
+        return "[" + ",".join(str(v) for v in typing.get_args(element)[:2]) + "]"
+    return {bool: "[false,true]", int: "[1,2,4]", float: "[0.5,1.0]"}.get(element, "[a,b]")
 
 
 #: The fix appended to pydantic's rule, per pydantic error type (``ctx`` values filled in).

@@ -59,4 +59,4 @@ def load_spec(config: Mapping[str, Any]) -> RunSpec:
     try:
         return RunSpec.model_validate(dict(config))
     except ValidationError as exc:
-        raise format_validation_error(exc) from None
+        raise format_validation_error(exc, model=RunSpec) from None

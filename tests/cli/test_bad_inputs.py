@@ -15,6 +15,17 @@ from tests.conftest import run_ascendflow
 
 CASES = [
     # (overrides, expected fragments of the one-line message)
+    # New-user trial of 2026-12-03: "Input should be a valid tuple" and no fix; a list-typed field's fix is Hydra's
+    # list syntax with an example of its element type ("[false,true]" was printed as nothing: rich read it as markup)
+    (["run.mode=search", "search.tensor_parallel_sizes=abc"],
+     ["error: search.tensor_parallel_sizes='abc': Input should be a valid tuple; give a list in Hydra's syntax, quoted "
+      "for the shell: 'search.tensor_parallel_sizes=[1,2,4]' (one value: 'search.tensor_parallel_sizes=[1]')"]),
+    (["run.mode=search", "search.expert_parallel=true"],
+     ["error: search.expert_parallel=True: Input should be a valid tuple; give a list in Hydra's syntax, quoted for "
+      "the shell: 'search.expert_parallel=[false,true]' (one value: 'search.expert_parallel=[false]')"]),
+    (["run.mode=search", "search.graph_modes=NONE"],
+     ["error: search.graph_modes='NONE': Input should be a valid tuple; give a list in Hydra's syntax, quoted for the "
+      "shell: 'search.graph_modes=[NONE,PIECEWISE]' (one value: 'search.graph_modes=[NONE]')"]),
     # New-user trial of 2026-12-03: vLLM refused it only after a 35 s engine start.
     (["engine.speculative_config={method: ngram, num_speculative_tokens: 2, prompt_lookup_min: 5, "
       "prompt_lookup_max: 2}"],
@@ -179,7 +190,7 @@ CASES = [
 #: The cases run as real ``python -m ascendflow`` subprocesses (the exit-code and one-line contract end to end):
 #: a group option that does not exist (Hydra's error), a schema bound, a compiler refusal, a secret in a key that is
 #: not in the config and in a URL (masked), a store nobody answers on (no urllib3 retry lines).
-SUBPROCESS = {"model=no_such_model", "engine.max_num_seqs=-3", "parallel.tensor_parallel_size=2",
+SUBPROCESS = {"model=no_such_model", "run.mode=search search.expert_parallel=true", "engine.max_num_seqs=-3", "parallel.tensor_parallel_size=2",
               "ascend.env.HF_TOKEN=hf_do_not_echo", "tracking.tracking_uri=http://127.0.0.1:9",
               "run.mode=attach run.server_url=http://admin:hf_do_not_echo@node0:8000"}
 

@@ -54,12 +54,12 @@ EXPECTED = {
 #: Configs vLLM's own parser refuses (CI's own files), with the one line.
 REFUSED = {
     # prefill: --data-parallel-rpc-port given no value at v0.25.1rc1
-    "QWEN3_235B_PD@v0.25.1rc1": "command='{path} node 0 rank 0': vLLM's parser: argument --data-parallel-rpc-port/"
-                                "-dpp: expected one argument",
+    "QWEN3_235B_PD@v0.25.1rc1": "--data-parallel-rpc-port: expects one value and none was given (vLLM's parser: "
+                                "expected one argument) ({path} node 0 rank 0); fix: give one "
+                                "(--data-parallel-rpc-port 8000) or drop the flag",
     # decode: a --compilation-config that is not JSON
-    "QWEN3_235B_PD_3_5K_1_5k@v0.25.1rc1": "command='{path} node 1 rank 0': vLLM's parser: argument "
-                                          "--compilation-config/-cc: 1 validation error for CompilationConfig Invalid "
-                                          "JSON: expected `,` or `}}` at line 1 column 76",
+    "QWEN3_235B_PD_3_5K_1_5k@v0.25.1rc1": "--compilation-config: vLLM's parser: 1 validation error for "
+                                          "CompilationConfig Invalid JSON: expected `,` or `}}` at line 1 column 76",
 }
 
 

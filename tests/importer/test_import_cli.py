@@ -74,3 +74,50 @@ def test_migrate_with_a_baseline_then_compare(tmp_path, capsys):
         "median_ttft_ms            80.00        100.00  1.250 (worse)",
         "median_tpot_ms            12.00         15.00  1.250 (worse)",
         "output_throughput       2000.00       1500.00  0.750 (worse)"]
+
+
+def _import(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ascendflow.import", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_a_bad_to_is_one_line_before_the_command_is_parsed():
+    """New-user trial 2026-12-03: ``--to hardware=nope`` came after "named model: ..." and "round trip: ..." lines,
+    8-16 s of parsing (vLLM's import) and round trip. Now one line, the only stderr line, nothing on stdout."""
+    options = ("ascend_950dt, atlas_300i_duo, atlas_800i_a2, atlas_800i_a2_910b4, atlas_800i_a3, cpu, "
+               "nvidia_a100_80gb, nvidia_h100, nvidia_h200")
+    from ascendflow.compiler.rules.software import version_matrix
+
+    rows = ", ".join(sorted(version_matrix()))
+    cases = {
+        ("--to", "hardware=nope"): f"--to hardware='nope': is not a hardware option (conf/hardware); fix: pick from: "
+                                   f"{options}",
+        ("--to", "hardware=atlas_800i_3"): "--to hardware='atlas_800i_3': is not a hardware option (conf/hardware); "
+                                           f"fix: did you mean hardware=atlas_800i_a3? pick from: {options}",
+        ("--to", "hardware=atlas_800i_a3", "release=vllm-ascend-9.9.9"):
+            "--to release='vllm-ascend-9.9.9': is not a version-matrix row (ascendflow/compiler/rules/data/"
+            f"version_matrix.yaml); fix: did you mean release=vllm-ascend-0.23.0? pick from: {rows}",
+        ("--to", "release=vllm-ascend-9.9.9"): "--to='release=vllm-ascend-9.9.9': needs hardware=OPTION "
+                                               "(conf/hardware); fix: e.g. --to hardware=atlas_800i_a3",
+        ("--to", "hw=x"): "--to='hw=x': takes hardware=OPTION and optionally release=ROW; fix: e.g. "
+                          "--to hardware=atlas_800i_a3 release=vllm-ascend-0.23.0",
+    }
+    for to, line in cases.items():
+        proc = _import("vllm serve Qwen/Qwen3-8B", *to)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"error: {line}\n"), to
+
+
+def test_a_value_vllm_s_parser_refuses_names_the_flag_its_rule_and_the_fix():
+    """New-user trial 2026-12-03: ``command='vllm serve': vLLM's parser: argument --max-model-len: invalid
+    human_readable_int_or_auto value: 'abc'`` named the command, not the flag, and gave no fix."""
+    proc = _import("vllm serve Qwen/Qwen3-8B --max-model-len abc")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines()[-1] == (
+        "error: --max-model-len='abc': is not a valid human_readable_int_or_auto (vLLM's parser, type of "
+        "--max-model-len); fix: give an integer such as 32768 or 32k (k = 1000, K = 1024), or auto")
+    proc = _import("vllm serve Qwen/Qwen3-8B --tensor-parallel-size")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines()[-1] == (
+        "error: --tensor-parallel-size: expects one value and none was given (vLLM's parser: expected one argument); "
+        "fix: give one (--tensor-parallel-size 8) or drop the flag")
+    assert [line for line in proc.stderr.splitlines() if line.startswith("error")] == [proc.stderr.splitlines()[-1]]

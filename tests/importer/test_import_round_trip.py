@@ -174,7 +174,20 @@ def test_recipe_text_names_its_source_and_command():
 
 @pytest.mark.parametrize("argv, message", [
     (["vllm", "serve", "Qwen/Qwen3-8B", "--tensor-parallel-size"],
-     "command='vllm serve': vLLM's parser: argument --tensor-parallel-size/-tp: expected one argument"),
+     "--tensor-parallel-size: expects one value and none was given (vLLM's parser: expected one argument); fix: "
+     "give one (--tensor-parallel-size 8) or drop the flag"),
+    # new-user trial 2026-12-03: was "command='vllm serve': vLLM's parser: argument --max-model-len: invalid ..."
+    (["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "abc"],
+     "--max-model-len='abc': is not a valid human_readable_int_or_auto (vLLM's parser, type of --max-model-len); "
+     "fix: give an integer such as 32768 or 32k (k = 1000, K = 1024), or auto"),
+    (["vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "1.5"],
+     "--max-num-seqs='1.5': is not a valid int (vLLM's parser, type of --max-num-seqs); fix: give a whole number "
+     "such as 8"),
+    (["vllm", "serve", "Qwen/Qwen3-8B", "--dtype", "foo"],
+     "--dtype='foo': is not one of vLLM's choices; fix: choose from 'auto', 'bfloat16', 'float', 'float16', "
+     "'float32', 'half'"),
+    (["vllm", "serve", "Qwen/Qwen3-8B", "--enforce-eager=maybe"],
+     "--enforce-eager='maybe': is a switch and takes no value; fix: write --enforce-eager or --no-enforce-eager"),
     (["vllm", "serve", "Qwen/Qwen3-8B", "--no-such-flag", "1"],
      "command='--no-such-flag': is not a flag of the installed vLLM's vllm serve (vllm serve --help)"),
     (["vllm", "serve", "your_model_path", "--port", "<port>"],

@@ -123,7 +123,11 @@ def test_unknown_target_is_one_line():
     imported = to_recipe([parse_command(LLAMA)], hardware="nvidia_h200")
     with pytest.raises(ConfigError) as error:
         migrate(imported, "atlas_9000")
-    assert str(error.value) == "--to hardware='atlas_9000': is no hardware option (conf/hardware)"
+    assert str(error.value) == (
+        "--to hardware='atlas_9000': is not a hardware option (conf/hardware); fix: did you mean "
+        "hardware=atlas_800i_a3? pick from: ascend_950dt, "
+        "atlas_300i_duo, atlas_800i_a2, atlas_800i_a2_910b4, atlas_800i_a3, cpu, nvidia_a100_80gb, nvidia_h100, "
+        "nvidia_h200")
 
 
 def test_baseline_from_a_bench_result(tmp_path):
