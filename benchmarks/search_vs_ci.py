@@ -436,6 +436,10 @@ def main() -> int:
     parser.add_argument("--only", help="cases whose id contains this")
     parser.add_argument("--docs", action="store_true", help="write the table into docs/search.md")
     parser.add_argument("--table-only", action="store_true", help="the table from the last results file, no search")
+    parser.add_argument("--case-timeout", type=float, default=CASE_TIMEOUT_S,
+                        help=f"seconds each search may take before it is reported as not searched (default {CASE_TIMEOUT_S})")
+    parser.add_argument("--merge", action="store_true",
+                        help="replace only the searched cases' rows in the last results file (with --only)")
     args = parser.parse_args()
     if args.table_only:
         results = json.loads(OUT.read_text())["results"]
@@ -458,7 +462,7 @@ def main() -> int:
         k = keys[case["id"]]
         if k not in done:
             print(f"[{time.strftime('%H:%M:%S')}] {case['id']}", flush=True)
-            done[k] = evaluate_bounded(case)
+            done[k] = evaluate_bounded(case, args.case_timeout)
             print(json.dumps({x: done[k].get(x) for x in ("status", "rank", "of", "ci_layout", "gain", "search_cpu_s")},
                              default=str), flush=True)
             results.append(done[k])
@@ -466,6 +470,9 @@ def main() -> int:
             results.append({**done[k], "id": case["id"], "citation": case["citation"], "same_search_as": done[k]["id"]})
     for r in results:  # the group key of the table: the case whose search it shares
         r.setdefault("same_search_as", r["id"])
+    if args.merge and OUT.exists():  # the earlier rows, in their order, with this run's rows in place of theirs
+        new = {r["id"]: r for r in results}
+        results = [new.pop(r["id"], r) for r in json.loads(OUT.read_text())["results"]] + list(new.values())
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M"), "loadavg_1m": os.getloadavg()[0],
                                "slo_default": SLO, "results": results}, indent=1, default=str))
