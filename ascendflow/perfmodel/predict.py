@@ -147,11 +147,17 @@ def interval_of(predicted: Mapping[str, float], intervals: Mapping[str, Any] | N
 
 
 def format_interval(value: float, low: float | None, high: float | None, fmt: str = ",.0f", unit: str = "") -> str:
-    """``2,210 tok/s (1,750–2,600)``; the bare figure (``2,210 tok/s``) without an interval."""
+    """``2,210 tok/s (1,750–2,600)``; the bare figure (``2,210 tok/s``) without an interval. Where the interval lies
+    wholly above or below the figure (its class's out-of-sample residuals all have one sign: the model is biased
+    there, ``interval_of``), the text says so, e.g. ``773 ms (932–1,997: above the model's figure, which runs low
+    for this class)``, rather than print a figure outside its own interval without comment (new-user trial,
+    2026-12-03)."""
     figure = f"{value:{fmt}}" + (f" {unit}" if unit else "")
     if low is None or high is None:
         return figure
-    return f"{figure} ({low:{fmt}}–{high:{fmt}})"
+    side = ("above the model's figure, which runs low for this class" if value < low else
+            "below the model's figure, which runs high for this class" if value > high else "")
+    return f"{figure} ({low:{fmt}}–{high:{fmt}}" + (f": {side})" if side else ")")
 
 
 def _calibrated(kind: str | None) -> bool:

@@ -221,3 +221,7 @@ def test_interval_reaches_mlflow_metrics_and_the_summary_format():
         "predicted_capacity_rps_low": 1.5, "predicted_capacity_rps_high": 2.4}
     assert format_interval(2210.0, 1750.0, 2600.0, ",.0f", "tok/s") == "2,210 tok/s (1,750–2,600)"
     assert format_interval(2210.0, None, None, ",.0f", "tok/s") == "2,210 tok/s"
+    # a biased class: the interval wholly above (or below) the figure says so (new-user trial: "773 ms (932–1,997)")
+    assert format_interval(773.0, 932.0, 1997.0, ",.0f", "ms") == \
+        "773 ms (932–1,997: above the model's figure, which runs low for this class)"
+    assert format_interval(900.0, 500.0, 800.0) == "900 (500–800: below the model's figure, which runs high for this class)"
