@@ -180,6 +180,18 @@ def _action(parser: argparse.ArgumentParser, flag: str) -> argparse.Action | Non
     return None
 
 
+def _nearest_flags(parser: argparse.ArgumentParser, flag: str) -> str:
+    """The fix for an unknown ``flag``: the installed parser's nearest option strings (``difflib``, ratio ≥ 0.6, up to
+    three; new-user trial of 2026-12-03: the line had no fix), or dropping it."""
+    import difflib
+
+    name = "--" + flag.lstrip("-").replace("_", "-")
+    options = sorted(o for o in parser._option_string_actions if o.startswith("--"))
+    near = difflib.get_close_matches(name, options, n=3, cutoff=0.6)
+    return (f"did you mean {' or '.join(near)}? else drop it" if near
+            else "drop it (no flag of vllm serve is near; vllm serve --help lists them)")
+
+
 def _is_flag(token: str) -> bool:
     return token.startswith("-") and token != "-" and not re.fullmatch(r"-\d+(\.\d+)?(e-?\d+)?", token)
 
@@ -202,7 +214,8 @@ def given_options(argv: list[str]) -> tuple[str | None, dict[str, list[str]]]:
         flag = token.split("=", 1)[0]
         action = _action(parser, flag)
         if action is None:
-            raise ConfigError(KEY, flag, "is not a flag of the installed vLLM's vllm serve (vllm serve --help)")
+            raise ConfigError(KEY, flag, "is not a flag of the installed vLLM's vllm serve (vllm serve --help); "
+                                         f"fix: {_nearest_flags(parser, flag)}")
         tokens = [token]
         i += 1
         inline = "=" in token or re.fullmatch(r"-O\d", token)

@@ -33,6 +33,13 @@ def is_pd_config(text: str) -> bool:
     return path.suffix in (".yaml", ".yml") and path.is_file() and is_pd(read_yaml(text))
 
 
+def looks_like_path(text: str) -> bool:
+    """Whether ``text``, which is no file, was meant as one (new-user trial of 2026-12-03): one word ending ``.yaml``,
+    ``.yml``, ``.json``, ``.txt`` or ``.sh``, or holding a ``/``."""
+    return (bool(text) and not any(c.isspace() for c in text)
+            and (text.endswith((".yaml", ".yml", ".json", ".txt", ".sh")) or "/" in text))
+
+
 def read_source(text: str, *, case: str | None = None) -> list[ServeCommand]:
     """Every ``vllm serve`` of ``text``: a command, a path to a shell file of commands (one per node), or a path to a
     co-located vllm-ascend CI config (``case``: its test case name; default every case; a multi-node config: its
@@ -50,6 +57,9 @@ def read_source(text: str, *, case: str | None = None) -> list[ServeCommand]:
             raise ConfigError(KEY, str(path), "holds no `vllm serve` command")
         return [parse_command(argv, env=env, source=f"{path}:{line}") for argv, env, line in found]
     found = shell_commands(text)
+    if not found and looks_like_path(text):
+        raise ConfigError(KEY, text, f"no such file: {text}; fix: give an existing file (a shell file of `vllm serve` "
+                                     "commands or a vllm-ascend CI config) or a quoted `vllm serve MODEL ...` command")
     if not found:
         tokens = shlex.split(text)
         raise ConfigError(KEY, " ".join(tokens[:2]) or text[:60], "is not `vllm serve`; give a "

@@ -361,9 +361,13 @@ def test_moe_weights_beyond_the_device_name_tp_pp_and_ep():
         "parallel.tensor_parallel_size=1: with pipeline_parallel_size=1, enable_expert_parallel=false, the weights "
         "take 1251.79 GiB of the bottleneck device (with non-torch 0.50 and one request: 1252.43 "
         "GiB), which exceeds the device's usable 60.83 GiB (total 61.28 − runtime reserve 0.44 − other processes "
-        "0.00) at any engine.gpu_memory_utilization; fixes: parallel.tensor_parallel_size=32 (or tensor × pipeline "
-        "parallel = 32: weights split evenly, about 39.12 GiB per device, an estimate; plan it to check); quantize "
-        "(quantization=w8a8_ascend)")
+        "0.00) at any engine.gpu_memory_utilization; fixes: parallel.tensor_parallel_size=32 parallel.nodes=2 (or "
+        "tensor × pipeline parallel = 32: weights split evenly, about 39.12 GiB per device, an estimate; plan it to "
+        "check); quantize (quantization=w8a8_ascend)")
+    # The suggested layout plans (the trial's TP32 alone was refused: 32 devices, but an A3 node has 16).
+    plan = plan_for(["hardware=atlas_800i_a3", "model=deepseek_r1", "parallel.tensor_parallel_size=32",
+                     "parallel.nodes=2"])[1]
+    assert plan.target.nodes == 2
 
 
 def test_weights_that_fit_keep_the_utilisation_wording():

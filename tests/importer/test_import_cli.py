@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ascendflow.importer.cli import main
@@ -30,7 +31,17 @@ def test_unknown_model_and_unknown_flag_are_one_line(capsys):
     assert err.startswith("error: model='mistralai/Mistral-7B-v0.1': matches no model option") and err.count("\n") == 1
     assert main(["vllm serve Qwen/Qwen3-8B --max-modle-len 4096"]) == 2
     assert capsys.readouterr().err == ("error: command='--max-modle-len': is not a flag of the installed vLLM's vllm "
-                                       "serve (vllm serve --help)\n")
+                                       "serve (vllm serve --help); fix: did you mean --max-model-len or --max-log-len or "
+                                       "--model? else drop it\n")
+
+
+@pytest.mark.parametrize("arg", ["/nonexistent/file.yaml", "deploy.sh", "configs/serve"])
+def test_a_missing_file_is_named_as_one(arg, capsys):
+    # new-user trial 2026-12-03: "is not `vllm serve`; give ... or a file" for a path that does not exist.
+    assert main([arg]) == 2
+    assert capsys.readouterr().err == (f"error: command={arg!r}: no such file: {arg}; fix: give an existing file "
+                                       "(a shell file of `vllm serve` commands or a vllm-ascend CI config) or a "
+                                       "quoted `vllm serve MODEL ...` command\n")
 
 
 def test_ci_config_case_to_a_recipe_file(tmp_path, capsys):

@@ -189,7 +189,12 @@ def test_recipe_text_names_its_source_and_command():
     (["vllm", "serve", "Qwen/Qwen3-8B", "--enforce-eager=maybe"],
      "--enforce-eager='maybe': is a switch and takes no value; fix: write --enforce-eager or --no-enforce-eager"),
     (["vllm", "serve", "Qwen/Qwen3-8B", "--no-such-flag", "1"],
-     "command='--no-such-flag': is not a flag of the installed vLLM's vllm serve (vllm serve --help)"),
+     "command='--no-such-flag': is not a flag of the installed vLLM's vllm serve (vllm serve --help); fix: drop it "
+     "(no flag of vllm serve is near; vllm serve --help lists them)"),
+    # new-user trial 2026-12-03: no fix; now the parser's nearest option strings (difflib)
+    (["vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seq", "3"],
+     "command='--max-num-seq': is not a flag of the installed vLLM's vllm serve (vllm serve --help); fix: did you "
+     "mean --max-num-seqs or --max-num-active-seqs or --max-num-queued-reqs? else drop it"),
     (["vllm", "serve", "your_model_path", "--port", "<port>"],
      "command='<port>': is a placeholder, not a value; fill it in before importing"),
 ])

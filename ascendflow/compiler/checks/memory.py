@@ -118,9 +118,13 @@ def weights_refusal(spec: RunSpec, memory: MemoryPlan, need: int, usable: int, m
     if split is None:
         first = "no TP × PP split fits: quantize, or a model that fits"
     else:
-        first = (f"parallel.tensor_parallel_size={split * par.tensor_parallel_size // now} (or tensor × pipeline "
-                 f"parallel = {split}: weights split evenly, about {memory.weights_bytes * now / split / GIB:.2f} GiB "
-                 f"per device, an estimate; plan it to check)")
+        # TP × PP × DP must fit nodes × devices_per_node (placement/topology.py): a split beyond one node names the nodes
+        # it needs too (new-user trial of 2026-12-03: TP32 was suggested for a 16-device A3 node and then refused).
+        nodes = -(-split * par.data_parallel_size // hw.devices_per_node)
+        more = f" parallel.nodes={nodes}" if nodes > par.nodes else ""
+        first = (f"parallel.tensor_parallel_size={split * par.tensor_parallel_size // now}{more} (or tensor × "
+                 f"pipeline parallel = {split}: weights split evenly, about "
+                 f"{memory.weights_bytes * now / split / GIB:.2f} GiB per device, an estimate; plan it to check)")
     rest = fixes(spec, context_len=False, weights_exceed=True).split("; ", 1)
     return ConfigError(
         "parallel.tensor_parallel_size", par.tensor_parallel_size,
