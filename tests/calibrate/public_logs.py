@@ -339,3 +339,41 @@ N_02 = PublicLog(
                "[kv_cache_utils.py:1321] Maximum concurrency for 16,384 tokens per request: 15.40x")))
 #: N-02 on the other 64 GB total (61.27 GiB, the A3 die and 2026 A2 stacks: conf/hardware).
 N_02_A3_TOTAL = tuple(o.replace("65452113920", "65796046848") for o in N_02.overrides)
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Logs outside shared/ (issue 27, session 4): found after N-01/N-02, used only to check (no constant was fitted on them;
+# their errors were recorded with the memory model as it stood: docs/calibrate.md, "Public start-up logs as tests").
+
+#: Where a public write-up sits in the code index without a resolvable repository (as N-02).
+_CODE_INDEX = "code-index:"
+
+#: N-03 (grade B: the device total is the A3 die's, 61.28 GiB, not printed): a public KV-cache debugging write-up on
+#: vllm 0.23.0 + vllm-ascend 0.23.0 ("gggtest（a3 · 4× Ascend910 · PP2TP2）", Meta-Llama-3-8B from ModelScope
+#: LLM-Research/Meta-Llama-3-8B, "32 层 / kv_heads 8 / TP2 下本地 4 / block_size 128"). The serve command, verbatim in
+#: the 09-23 run's record (code index 69493147035): ``vllm serve <Meta-Llama-3-8B> --enforce-eager
+#: --tensor-parallel-size 2 --pipeline-parallel-size 2``; everything else vLLM's defaults: utilisation 0.92
+#: (``CacheConfig.gpu_memory_utilization``, printed as the default by W3-01 at 0.20.2; 0.9 cannot produce the log:
+#: 0.9 × 61.28 − 3.7454 = 51.40 GiB < the 51.94 GiB logged), 256 sequences and 2,048 batched tokens (vLLM
+#: ``arg_utils.py`` defaults for an API server on a device under 70 GiB), max_model_len 8,192 (the config's, printed
+#: ``max_model_len=8192``), block 128 and prefix caching on (printed). The lines below are the 09-29 run's native lines
+#: (code index 70867325609): per worker 51.98 / 51.99 / 51.94 / 51.95 GiB (PP0_TP0, PP0_TP1, PP1_TP0, PP1_TP1), the
+#: engine takes the smallest: 13,296 blocks × 128 = 1,701,888 tokens. Other runs of the same command: 13,295 and
+#: 13,291 blocks (09-23, 10-03 records) — a 0.04 % spread. The [KVC] patches add log lines only.
+N_03 = PublicLog(
+    url=_CODE_INDEX + "70867325609 (KVCache 调试打印体系实验, vllm-ascend 0.23.0, Meta-Llama-3-8B PP2 × TP2 on an A3; "
+                      "command in code-index:69493147035)",
+    release="vllm-ascend-0.23.0", hardware="atlas_800i_a3", kind="dense",
+    overrides=("hardware=atlas_800i_a3", "hardware.software=vllm-ascend-0.23.0", "model=local",
+               f"model.path={_CFG}llama3_8b", "parallel.tensor_parallel_size=2", "parallel.pipeline_parallel_size=2",
+               "engine.max_model_len=8192", "engine.max_num_seqs=256", "engine.max_num_batched_tokens=2048",
+               "engine.gpu_memory_utilization=0.92", "engine.enable_prefix_caching=true",
+               "engine.enable_chunked_prefill=true", "graph=eager"),
+    pinned="the serve command (verbatim) and vLLM 0.23's defaults; device total from the A3 label (not printed)",
+    log=lines(("(Worker_PP0_TP0 pid=1077) INFO 09-29 02:27:47", "[worker.py:593] Available KV cache memory: 51.98 GiB"),
+              ("(EngineCore pid=1047) INFO 09-29 02:27:48", "[kv_cache_utils.py:1771] GPU KV cache size: 1,701,888 tokens"),
+              ("(EngineCore pid=1047) INFO 09-29 02:27:48",
+               "[kv_cache_utils.py:1772] Maximum concurrency for 8,192 tokens per request: 207.75x")))
+#: N-03's per-worker weights ("各 Worker Loading model weights took 3.7454 GB", a GiB figure) and the smallest worker's
+#: KV budget (PP1_TP0, the [KVC] ``determine_available_memory`` line).
+N_03_WEIGHTS_GIB = 3.7454
+N_03_MIN_KV_GIB = 51.94

@@ -155,3 +155,37 @@ def test_vl_weights_line_with_the_load_time_buffers():
 def test_out_of_sample_capture_list_as_printed():
     assert _plan(list(pl.N_01.overrides)).graph.capture_sizes == pl.N_01_CAPTURE
     assert _plan(list(pl.N_02.overrides)).graph.capture_sizes == pl.W3_01_CAPTURE  # "with 35 sizes", printed list
+
+
+# --- Logs outside ../shared, issue 27 session 4 (held out: recorded against the model as it stood, nothing fitted) ---
+
+def test_session4_logs_parse_to_their_logged_values():
+    n03 = parse_engine_facts(pl.N_03.log)
+    assert (n03.value("kv_cache_tokens"), n03.value("max_concurrency"), n03.items["kv_cache_bytes"].logged) == (
+        1_701_888, 207.75, 51.98)
+    # 13,296 blocks of 128 tokens; the smallest worker's 51.94 GiB over 16 layers × 262,144 B per block (the log's own
+    # page size: 128 tokens × 4 KV heads × 128 × 2 B × K and V) gives the same count.
+    assert 1_701_888 == 13_296 * 128 == int(pl.N_03_MIN_KV_GIB * GIB // (16 * 262_144)) * 128
+
+
+@pytest.mark.parametrize(("log", "planned_tokens", "error_pct"), [
+    # v0.23.0 Meta-Llama-3-8B PP2 × TP2, eager, on an A3 (B): the plan's non-KV memory on the last stage is 1.53 GiB
+    # against the log's 0.69 GiB (0.92 × 61.28 − 3.7454 − 51.94), so the KV tokens are 1.6 % low.
+    (pl.N_03, 1_674_496, -1.61),
+])
+def test_session4_kv_tokens_within_two_percent(log, planned_tokens, error_pct):
+    plan = _plan(list(log.overrides))
+    logged = parse_engine_facts(log.log).value("kv_cache_tokens")
+    assert plan.kv_cache.tokens == planned_tokens
+    assert _error_pct(plan.kv_cache.tokens, logged) == pytest.approx(error_pct, abs=0.01)
+    assert abs(error_pct) < 2
+    assert not [w for w in plan.warnings if w.startswith("near the boundary")]  # the engine started
+
+
+def test_n03_pipeline_stage_weights_and_graph_mode():
+    # PP2 × TP2: 16 layers per stage, the embedding on the first and the LM head on the last (128,256 × 4,096 / TP2
+    # either way): 3.7395 GiB against "Loading model weights took 3.7454 GB" on every worker (-0.16 %).
+    plan = _plan(list(pl.N_03.overrides))
+    assert round(plan.memory.weights_bytes / GIB, 4) == 3.7395
+    assert _error_pct(plan.memory.weights_bytes / GIB, pl.N_03_WEIGHTS_GIB) == pytest.approx(-0.16, abs=0.01)
+    assert (plan.graph.cudagraph_mode, plan.graph.capture_sizes) == ("NONE", [])  # --enforce-eager: nothing captured
