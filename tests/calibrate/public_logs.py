@@ -377,3 +377,59 @@ N_03 = PublicLog(
 #: KV budget (PP1_TP0, the [KVC] ``determine_available_memory`` line).
 N_03_WEIGHTS_GIB = 3.7454
 N_03_MIN_KV_GIB = 51.94
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Logs outside shared/ (issue 27, session 5): found after N-03; recorded against the model as it stood, plus one term
+# read from source for them (the pooling runner's profile run has no sampler logits: overheads.activation_bytes), which
+# no constant was fitted for.
+
+#: Where the 910C memory write-ups of N-04 sit (code index ids; their repository is not resolved, as N-02's):
+#: "910C 显存画像报告" (the profile report: environment table, §3.1 lines, §5 A/B table) and "910C 锁定推理镜像 ·
+#: 显存池定义" (the same A/B table).
+N_04_SOURCES = _CODE_INDEX + "66176551107 (910C 显存画像报告, 2026-09-10) and " + _CODE_INDEX + "65847840435 (显存池定义)"
+
+#: N-04 (grade A): a public memory profile of ``Qwen/Qwen3-Embedding-0.6B`` on one 910C die (Atlas A3, "Ascend910_9382",
+#: 64 GB; the log prints the total: ``Free memory on device (61.13/61.28 GiB)``) in the image
+#: ``quay.io/ascend/vllm-ascend:v0.20.2rc1-a3`` (vLLM 0.20.2, vllm-ascend 0.20.2rc1, CANN 9.0.0, as printed in the
+#: report's environment table). Offline ``LLM(runner="pooling")`` (the report: "LLM(runner=\"pooling\") 直接可用"),
+#: bf16, ``gpu_memory_utilization=0.9`` (printed), ``max_num_seqs=256``, ``max_model_len=8192``,
+#: ``enforce_eager=False`` (its baseline run ``gmu0.9-eager`` is, despite the name, ACL graphs: "enforce_eager=false
+#: (ACLGraph/PIECEWISE)"; the platform prints "Pooling models do not support full cudagraphs. Overriding cudagraph_mode
+#: to PIECEWISE" and 35 capture sizes 1 … 256). ``max_num_batched_tokens`` is not stated: the offline default, 8,192 at
+#: this release on a 64 GB die (W3-01 prints it), which is also what vLLM sets with chunked prefill off at
+#: max_model_len 8,192; the report's max_model_len 32,768 run logs the same pool (53.76 GiB), so the profile batch did
+#: not grow with max_model_len (chunked prefill on). The report quotes the messages, not the line prefixes: the
+#: ``(EngineCore ...)`` prefix and line numbers below are this release's (W3-01 prints the same), decoration.
+N_04 = PublicLog(
+    url=N_04_SOURCES, release="vllm-ascend-0.20.2rc1", hardware="atlas_800i_a3", kind="dense",
+    overrides=("hardware=atlas_800i_a3", "hardware.software=vllm-ascend-0.20.2rc1", "model=local",
+               f"model.path={_CFG}qwen3_embedding_0_6b", "parallel=single", "engine.dtype=bfloat16",
+               "engine.max_model_len=8192", "engine.max_num_seqs=256", "engine.max_num_batched_tokens=8192",
+               "engine.gpu_memory_utilization=0.9", "engine.enable_prefix_caching=true",
+               "engine.enable_chunked_prefill=true", "graph=piecewise", "engine.extra_args=[--runner,pooling]"),
+    pinned="model, dtype, TP, runner, utilisation, max_num_seqs, max_model_len, graph mode (stated and printed), the "
+           "device total (printed); max_num_batched_tokens: the offline default",
+    log=lines(("(EngineCore pid=1) INFO 09-10 10:00:00", "[model_runner_v1.py:3421] Loading model weights took 1.1333 GB"),
+              ("(EngineCore pid=1) INFO 09-10 10:00:00", "[worker.py:394] Available KV cache memory: 53.78 GiB"),
+              ("(EngineCore pid=1) INFO 09-10 10:00:00", "[kv_cache_utils.py:1316] GPU KV cache size: 503,424 tokens"),
+              ("(EngineCore pid=1) INFO 09-10 10:00:00",
+               "[worker.py:546] Free memory on device (61.13/61.28 GiB) on startup. Desired GPU memory utilization is "
+               "(0.9, 55.15 GiB). Actual usage: 1.13 GiB for weights, 0.22 GiB for peak activation, 0.01 GiB for "
+               "non-torch memory, 0.1 GiB for NPU graph memory. Current KV cache memory: 53.78 GiB.")))
+#: N-04's other start-ups in the report's A/B table (§5, batch 64, the baseline's flags but the one named): the KV
+#: tokens and the ``Maximum concurrency`` printed. ``gmu0.9`` and ``eager`` are the same deployment (a rerun, and
+#: ``enforce_eager=True``); ``gmu0.4`` is another deployment (utilisation 0.4), N-05 below.
+N_04_AB = {"gmu0.9": (503_552, 61.47), "eager": (503_296, 61.44), "gmu0.4": (216_704, 26.45)}
+#: N-04's ``enforce_eager=True`` run at max_model_len 32,768 (§4.1 item 3): the pool unchanged (503,296 tokens), 15.36x.
+N_04_MML32K_EAGER = (503_296, 15.36)
+
+#: N-05 (grade A; one write-up with N-04, a second deployment): N-04 at ``gpu_memory_utilization=0.4`` (the A/B row
+#: ``gmu0.4``: "23.15 GiB | 216,704 | 26.45"; 0.1 GiB NPU graph memory, so ACL graphs). The table is the source's own
+#: summary of the run's log, not its lines.
+N_05 = PublicLog(
+    url=N_04_SOURCES, release="vllm-ascend-0.20.2rc1", hardware="atlas_800i_a3", kind="dense",
+    overrides=tuple(o.replace("utilization=0.9", "utilization=0.4") for o in N_04.overrides),
+    pinned="as N-04, utilisation 0.4 (the A/B axis)",
+    log=lines(("(EngineCore pid=1) INFO 09-10 10:00:00", "[kv_cache_utils.py:1316] GPU KV cache size: 216,704 tokens"),
+              ("(EngineCore pid=1) INFO 09-10 10:00:00",
+               "[kv_cache_utils.py:1321] Maximum concurrency for 8,192 tokens per request: 26.45x")))
