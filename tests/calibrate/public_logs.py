@@ -130,6 +130,17 @@ UNPINNED = {
     _ISSUES + "8284": "v0.18.0rc1-310p, 300I Duo, Qwen3-30B-A3B-Instruct-2507: the start-up log is an attached "
                       "file, not in the thread; the command asked for an fp8 KV cache the 300I Duo lacks",
     _ISSUES + "10401": "v0.20.2rc1, 2 x 910B3, Qwen3.6-27B: a speed report, no KV line; Qwen3.6 not modelled",
+    # Found by the fourth search (issue 27, session 5; docs/calibrate.md).
+    "https://github.com/vllm-project/vllm-ascend/pull/12609": "v0.18.0 (vLLM 0.18.0), Qwen2.5-Omni-7B (the thinker: "
+        "LM + vision + audio towers) TP1, vllm serve defaults (gmu 0.9, mml 32,768, mnbt 2,048), FULL_DECODE_ONLY, no "
+        "prefix caching: 16.6776 GB weights, 37.74 GiB, 706,560 tokens (docs/0722-test1.txt on the PR branch); the "
+        "device is not named and no Omni model is here. The log leaves 0.45 / 0.73 GiB (60.96 / 61.28 GiB dies) for "
+        "activation and non-torch memory although the profile run encodes '1 video items of the maximum feature "
+        "size' at a 32,768-token budget, where the Qwen2.5-VL encoder estimate (vision_weights.encoder_profile, "
+        "131,072 patches) puts 6.1 GiB: testing it would need that term fitted on this one log",
+    "code-index:6775121577": "a developer note, Qwen3-VL-8B TP2, mml 65,536, mnbt 32,768, gmu 0.95, 8 sequences: "
+        "38.41 GiB, 559,232 tokens under a 'new profiling method' being developed after v0.12.0rc1: neither the "
+        "release nor the code is pinned",
 }
 
 
@@ -409,7 +420,8 @@ N_04 = PublicLog(
                "engine.enable_chunked_prefill=true", "graph=piecewise", "engine.extra_args=[--runner,pooling]"),
     pinned="model, dtype, TP, runner, utilisation, max_num_seqs, max_model_len, graph mode (stated and printed), the "
            "device total (printed); max_num_batched_tokens: the offline default",
-    log=lines(("(EngineCore pid=1) INFO 09-10 10:00:00", "[model_runner_v1.py:3421] Loading model weights took 1.1333 GB"),
+    log=lines(("(EngineCore pid=1) INFO 09-10 10:00:00",
+               "[model_runner_v1.py:3421] Loading model weights took 1.1333 GB"),
               ("(EngineCore pid=1) INFO 09-10 10:00:00", "[worker.py:394] Available KV cache memory: 53.78 GiB"),
               ("(EngineCore pid=1) INFO 09-10 10:00:00", "[kv_cache_utils.py:1316] GPU KV cache size: 503,424 tokens"),
               ("(EngineCore pid=1) INFO 09-10 10:00:00",
@@ -433,3 +445,13 @@ N_05 = PublicLog(
     log=lines(("(EngineCore pid=1) INFO 09-10 10:00:00", "[kv_cache_utils.py:1316] GPU KV cache size: 216,704 tokens"),
               ("(EngineCore pid=1) INFO 09-10 10:00:00",
                "[kv_cache_utils.py:1321] Maximum concurrency for 8,192 tokens per request: 26.45x")))
+
+#: W3-01's breakdown line, as printed in vllm-ascend PR #9606 (``docs/source/installation.md`` on the PR branch, the
+#: run whose KV lines W3-01 keeps): the generate runner on N-04's model family and batch at the same release.
+W3_01_BREAKDOWN = lines((
+    "(EngineCore pid=75652) INFO 05-27 11:41:12",
+    "[worker.py:546] Free memory on device (60.89/61.27 GiB) on startup. Desired GPU memory utilization is (0.92, "
+    "56.37 GiB). Actual usage: 1.14 GiB for weights, 0.22 GiB for peak activation, 0.03 GiB for non-torch memory, "
+    "0.09 GiB for NPU graph memory. Replace gpu_memory_utilization with `--kv-cache-memory=58786898124` (54.75 GiB) to "
+    "fit into requested memory, or `--kv-cache-memory=63643382784` (59.27 GiB) to fully utilize NPU free memory. "
+    "Current KV cache memory: 54.98 GiB."))

@@ -30,7 +30,8 @@ VISION_ENCODER = ("; + the vision encoder's profile-run share (max(encoder forwa
 #: The pooling runner's profile run (``overheads.activation_bytes`` ``pooling``): no sampler logits.
 POOLING = ("; pooling runner (--runner pooling): no sampler logits (vLLM gpu_model_runner.py profile_run runs "
            "_dummy_pooler_run instead), checked on N-04 (Qwen3-Embedding-0.6B TP1, v0.20.2rc1: 0.2188 GiB planned "
-           "against the logged 0.22 GiB peak activation)")
+           "against the logged 0.22 GiB peak activation; the generate runner's W3-01 logs the same 0.22 GiB, so the "
+           "fp32 logits of the generate plan overstate it there)")
 #: What the accept / refuse / near-boundary checks rest on (``checks.memory.check_kv_allocation``).
 BOUNDARY = ("ESTIMATE: accepted against the non-KV estimate; margins under its measured error warn (dense 1.21 GiB, "
             "vllm-ascend #3479; MoE 0.33 GiB, #5876; hybrid 0.12 GiB, #5020); the hybrid KV allocation (2 x the "
@@ -73,9 +74,10 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
     labels: dict[str, str] = {}
     if not platform_for(hw.kind).profiles_memory:
         return labels
-    labels["memory.activation_bytes"] = ACTIVATION + (MOE_DISPATCH if moe and platform_for(hw.kind).ascend_config
-                                                      else "") + (VISION_ENCODER.format(vl_encoder) if vl_encoder else "") + (
-        POOLING if pooling else "")
+    labels["memory.activation_bytes"] = (ACTIVATION + (MOE_DISPATCH if moe and platform_for(hw.kind).ascend_config
+                                                       else "")
+                                         + (VISION_ENCODER.format(vl_encoder) if vl_encoder else "")
+                                         + (POOLING if pooling else ""))
     if platform_for(hw.kind).ascend_config:
         labels["kv_cache.fits"] = BOUNDARY
     labels["memory.non_torch_bytes"] = NON_TORCH

@@ -33,7 +33,10 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
     ``worker/model_runner_v1.py`` ``NPUModelRunner.profile_run`` calls that ``super().profile_run()``. The same branch
     in the vLLM 0.20.2 that release pairs with is assumed, not read (no vLLM mirror here). Checked on N-04
     (``tests/calibrate/public_logs.py``: Qwen3-Embedding-0.6B at 8,192 tokens, 0.2188 GiB planned against the logged
-    ``0.22 GiB for peak activation``; 0.3634 GiB with the logits).
+    ``0.22 GiB for peak activation``; 0.3634 GiB with the logits). W3-01 (the generate runner, same model and batch,
+    same release) logs the same 0.22 GiB: vllm-ascend v0.20.2rc1 ``_dummy_sampler_run`` computes model-dtype logits
+    only, after the forward's intermediates are freed, so they do not raise the peak there either; the generate
+    runner's fp32 logits sum is left as it is (shared by every log; docs/kv_layouts.md).
 
     Per token: the residual and hidden states (4 × hidden), the QKV output of this rank, and the widest MLP
     intermediate (dense: 2 × intermediate / TP; MoE: top-k routed copies of 2 × moe_intermediate, split by TP × DP
