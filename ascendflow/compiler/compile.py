@@ -8,7 +8,7 @@ from __future__ import annotations
 from ascendflow.compiler.checks.memory import check_kv_allocation, check_kv_fits
 from ascendflow.compiler.checks.startup import remote_code_warnings
 from ascendflow.compiler.memory.estimates import plan_estimates
-from ascendflow.compiler.checks.extra_args import mm_kwargs_max_pixels
+from ascendflow.compiler.checks.extra_args import mm_kwargs_max_pixels, runner_option
 from ascendflow.compiler.memory.vision_profile import max_pixels_and_source
 from ascendflow.compiler.passes.graph import graph_pass
 from ascendflow.compiler.passes.inputs import inputs_pass
@@ -90,7 +90,8 @@ def _assemble(spec: RunSpec, arch: ModelArchitecture, row: dict, rules: EngineRu
                                rules.graph_memory_profiled or eng.pin_kv_cache_memory, rules.graph_memory_profiled,
                                frozenset(g.get("kind", "full") for g in kv.kv.groups), moe=arch.routed_experts > 0,
                                vl_encoder=max_pixels_and_source(arch, mm_kwargs_max_pixels(eng.extra_args))[1]
-                               if arch.vision_config else "")
+                               if arch.vision_config else "",
+                               pooling=runner_option(eng.extra_args) == "pooling")
     semantic = {
         "target": target.model_dump(exclude={"k8s_device_resource"}), "model": model,
         "engine_args": {k: v for k, v in launch.engine_args.items() if k != "model"},

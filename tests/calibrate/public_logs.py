@@ -130,6 +130,14 @@ UNPINNED = {
     _ISSUES + "8284": "v0.18.0rc1-310p, 300I Duo, Qwen3-30B-A3B-Instruct-2507: the start-up log is an attached "
                       "file, not in the thread; the command asked for an fp8 KV cache the 300I Duo lacks",
     _ISSUES + "10401": "v0.20.2rc1, 2 x 910B3, Qwen3.6-27B: a speed report, no KV line; Qwen3.6 not modelled",
+    # Found by the fourth search (issue 27, session 5; docs/calibrate.md).
+    "https://github.com/vllm-project/vllm-ascend/pull/12609": "v0.18.0 (vLLM 0.18.0), Qwen2.5-Omni-7B (the thinker: "
+        "LM + vision + audio towers) TP1, vllm serve defaults (gmu 0.9, mml 32,768, mnbt 2,048), FULL_DECODE_ONLY, no "
+        "prefix caching: 16.6776 GB weights, 37.74 GiB, 706,560 tokens (docs/0722-test1.txt on the PR branch); the "
+        "device is not named and no Omni model is here. The log leaves 0.45 / 0.73 GiB (60.96 / 61.28 GiB dies) for "
+        "activation and non-torch memory although the profile run encodes '1 video items of the maximum feature "
+        "size' at a 32,768-token budget, where the Qwen2.5-VL encoder estimate (vision_weights.encoder_profile, "
+        "131,072 patches) puts 6.1 GiB: testing it would need that term fitted on this one log",
 }
 
 
@@ -347,6 +355,13 @@ N_02_A3_TOTAL = tuple(o.replace("65452113920", "65796046848") for o in N_02.over
 #: Where a public write-up sits in the code index without a resolvable repository (as N-02).
 _CODE_INDEX = "code-index:"
 
+#: Public logs outside vllm-ascend's threads that could not be tests (source: what is missing).
+UNPINNED_OUTSIDE = {
+    _CODE_INDEX + "6775121577": "a developer note, Qwen3-VL-8B TP2, mml 65,536, mnbt 32,768, gmu 0.95, 8 sequences: "
+                                "38.41 GiB, 559,232 tokens under a 'new profiling method' being developed after "
+                                "v0.12.0rc1: neither the release nor the code is pinned",
+}
+
 #: N-03 (grade B: the device total is the A3 die's, 61.28 GiB, not printed): a public KV-cache debugging write-up on
 #: vllm 0.23.0 + vllm-ascend 0.23.0 ("gggtest（a3 · 4× Ascend910 · PP2TP2）", Meta-Llama-3-8B from ModelScope
 #: LLM-Research/Meta-Llama-3-8B, "32 层 / kv_heads 8 / TP2 下本地 4 / block_size 128"). The serve command, verbatim in
@@ -377,3 +392,70 @@ N_03 = PublicLog(
 #: KV budget (PP1_TP0, the [KVC] ``determine_available_memory`` line).
 N_03_WEIGHTS_GIB = 3.7454
 N_03_MIN_KV_GIB = 51.94
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Logs outside shared/ (issue 27, session 5): found after N-03; recorded against the model as it stood, plus one term
+# read from source for them (the pooling runner's profile run has no sampler logits: overheads.activation_bytes), which
+# no constant was fitted for.
+
+#: Where the 910C memory write-ups of N-04 sit (code index ids; their repository is not resolved, as N-02's):
+#: "910C 显存画像报告" (the profile report: environment table, §3.1 lines, §5 A/B table) and "910C 锁定推理镜像 ·
+#: 显存池定义" (the same A/B table).
+N_04_SOURCES = _CODE_INDEX + "66176551107 (910C 显存画像报告, 2026-09-10) and " + _CODE_INDEX + "65847840435 (显存池定义)"
+
+#: N-04 (grade A): a public memory profile of ``Qwen/Qwen3-Embedding-0.6B`` on one 910C die (Atlas A3, "Ascend910_9382",
+#: 64 GB; the log prints the total: ``Free memory on device (61.13/61.28 GiB)``) in the image
+#: ``quay.io/ascend/vllm-ascend:v0.20.2rc1-a3`` (vLLM 0.20.2, vllm-ascend 0.20.2rc1, CANN 9.0.0, as printed in the
+#: report's environment table). Offline ``LLM(runner="pooling")`` (the report: "LLM(runner=\"pooling\") 直接可用"),
+#: bf16, ``gpu_memory_utilization=0.9`` (printed), ``max_num_seqs=256``, ``max_model_len=8192``,
+#: ``enforce_eager=False`` (its baseline run ``gmu0.9-eager`` is, despite the name, ACL graphs: "enforce_eager=false
+#: (ACLGraph/PIECEWISE)"; the platform prints "Pooling models do not support full cudagraphs. Overriding cudagraph_mode
+#: to PIECEWISE" and 35 capture sizes 1 … 256). ``max_num_batched_tokens`` is not stated: the offline default, 8,192 at
+#: this release on a 64 GB die (W3-01 prints it), which is also what vLLM sets with chunked prefill off at
+#: max_model_len 8,192; the report's max_model_len 32,768 run logs the same pool (53.76 GiB), so the profile batch did
+#: not grow with max_model_len (chunked prefill on). The report quotes the messages, not the line prefixes: the
+#: ``(EngineCore ...)`` prefix and line numbers below are this release's (W3-01 prints the same), decoration.
+N_04 = PublicLog(
+    url=N_04_SOURCES, release="vllm-ascend-0.20.2rc1", hardware="atlas_800i_a3", kind="dense",
+    overrides=("hardware=atlas_800i_a3", "hardware.software=vllm-ascend-0.20.2rc1", "model=local",
+               f"model.path={_CFG}qwen3_embedding_0_6b", "parallel=single", "engine.dtype=bfloat16",
+               "engine.max_model_len=8192", "engine.max_num_seqs=256", "engine.max_num_batched_tokens=8192",
+               "engine.gpu_memory_utilization=0.9", "engine.enable_prefix_caching=true",
+               "engine.enable_chunked_prefill=true", "graph=piecewise", "engine.extra_args=[--runner,pooling]"),
+    pinned="model, dtype, TP, runner, utilisation, max_num_seqs, max_model_len, graph mode (stated and printed), the "
+           "device total (printed); max_num_batched_tokens: the offline default",
+    log=lines(("(EngineCore pid=1) INFO 09-10 10:00:00",
+               "[model_runner_v1.py:3421] Loading model weights took 1.1333 GB"),
+              ("(EngineCore pid=1) INFO 09-10 10:00:00", "[worker.py:394] Available KV cache memory: 53.78 GiB"),
+              ("(EngineCore pid=1) INFO 09-10 10:00:00", "[kv_cache_utils.py:1316] GPU KV cache size: 503,424 tokens"),
+              ("(EngineCore pid=1) INFO 09-10 10:00:00",
+               "[worker.py:546] Free memory on device (61.13/61.28 GiB) on startup. Desired GPU memory utilization is "
+               "(0.9, 55.15 GiB). Actual usage: 1.13 GiB for weights, 0.22 GiB for peak activation, 0.01 GiB for "
+               "non-torch memory, 0.1 GiB for NPU graph memory. Current KV cache memory: 53.78 GiB.")))
+#: N-04's other start-ups in the report's A/B table (§5, batch 64, the baseline's flags but the one named): the KV
+#: tokens and the ``Maximum concurrency`` printed. ``gmu0.9`` and ``eager`` are the same deployment (a rerun, and
+#: ``enforce_eager=True``); ``gmu0.4`` is another deployment (utilisation 0.4), N-05 below.
+N_04_AB = {"gmu0.9": (503_552, 61.47), "eager": (503_296, 61.44), "gmu0.4": (216_704, 26.45)}
+#: N-04's ``enforce_eager=True`` run at max_model_len 32,768 (§4.1 item 3): the pool unchanged (503,296 tokens), 15.36x.
+N_04_MML32K_EAGER = (503_296, 15.36)
+
+#: N-05 (grade A; one write-up with N-04, a second deployment): N-04 at ``gpu_memory_utilization=0.4`` (the A/B row
+#: ``gmu0.4``: "23.15 GiB | 216,704 | 26.45"; 0.1 GiB NPU graph memory, so ACL graphs). The table is the source's own
+#: summary of the run's log, not its lines.
+N_05 = PublicLog(
+    url=N_04_SOURCES, release="vllm-ascend-0.20.2rc1", hardware="atlas_800i_a3", kind="dense",
+    overrides=tuple(o.replace("utilization=0.9", "utilization=0.4") for o in N_04.overrides),
+    pinned="as N-04, utilisation 0.4 (the A/B axis)",
+    log=lines(("(EngineCore pid=1) INFO 09-10 10:00:00", "[kv_cache_utils.py:1316] GPU KV cache size: 216,704 tokens"),
+              ("(EngineCore pid=1) INFO 09-10 10:00:00",
+               "[kv_cache_utils.py:1321] Maximum concurrency for 8,192 tokens per request: 26.45x")))
+
+#: W3-01's breakdown line, as printed in vllm-ascend PR #9606 (``docs/source/installation.md`` on the PR branch, the
+#: run whose KV lines W3-01 keeps): the generate runner on N-04's model family and batch at the same release.
+W3_01_BREAKDOWN = lines((
+    "(EngineCore pid=75652) INFO 05-27 11:41:12",
+    "[worker.py:546] Free memory on device (60.89/61.27 GiB) on startup. Desired GPU memory utilization is (0.92, "
+    "56.37 GiB). Actual usage: 1.14 GiB for weights, 0.22 GiB for peak activation, 0.03 GiB for non-torch memory, "
+    "0.09 GiB for NPU graph memory. Replace gpu_memory_utilization with `--kv-cache-memory=58786898124` (54.75 GiB) to "
+    "fit into requested memory, or `--kv-cache-memory=63643382784` (59.27 GiB) to fully utilize NPU free memory. "
+    "Current KV cache memory: 54.98 GiB."))

@@ -151,3 +151,16 @@ def mm_kwargs_max_pixels(extra_args: list[str] | dict[str, Any] | None) -> int |
         raise ConfigError("engine.extra_args", f"{_MM_FLAG} {text}", "max_pixels / size.longest_edge must be a "
                           "positive pixel count: fix the JSON")
     return value
+
+
+_RUNNER_FLAG = "--runner"
+
+
+def runner_option(extra_args: list[str] | dict[str, Any] | None) -> str | None:
+    """The ``--runner`` value in ``engine.extra_args`` (vLLM ``config/model.py`` ``ModelConfig.runner``:
+    ``auto``, ``generate``, ``pooling`` or ``draft``; read at vLLM 0.32.0), ``None`` when not given. ``auto`` is not
+    resolved here (vLLM picks pooling from the architecture's suffix or a Sentence-Transformers layout): the plan then
+    takes the generate runner."""
+    argv = extra_argv(extra_args)
+    value = next((argv[i + 1] for i, t in enumerate(argv[:-1]) if t == _RUNNER_FLAG), None)
+    return next((t.split("=", 1)[1] for t in argv if t.startswith(_RUNNER_FLAG + "=")), value)

@@ -27,6 +27,11 @@ VISION_ENCODER = ("; + the vision encoder's profile-run share (max(encoder forwa
                   "outputs), vLLM gpu_model_runner.py profile_run at the largest image: {}), ESTIMATE "
                   "of the forward peak, unfitted; checked on N-02 (Qwen3-VL-8B TP1, v0.18.0: +1.1 % KV tokens on "
                   "60.96 GiB, +1.9 % on 61.27 GiB; +5.2 % / +6.0 % before it and the load-time buffers)")
+#: The pooling runner's profile run (``overheads.activation_bytes`` ``pooling``): no sampler logits.
+POOLING = ("; pooling runner (--runner pooling): no sampler logits (vLLM gpu_model_runner.py profile_run runs "
+           "_dummy_pooler_run instead), checked on N-04 (Qwen3-Embedding-0.6B TP1, v0.20.2rc1: 0.2188 GiB planned "
+           "against the logged 0.22 GiB peak activation; the generate runner's W3-01 logs the same 0.22 GiB, so the "
+           "fp32 logits of the generate plan overstate it there)")
 #: What the accept / refuse / near-boundary checks rest on (``checks.memory.check_kv_allocation``).
 BOUNDARY = ("ESTIMATE: accepted against the non-KV estimate; margins under its measured error warn (dense 1.21 GiB, "
             "vllm-ascend #3479; MoE 0.33 GiB, #5876; hybrid 0.12 GiB, #5020); the hybrid KV allocation (2 x the "
@@ -49,7 +54,7 @@ ASCEND_LAYOUT = ("ESTIMATE: non-uniform KV layout on vllm-ascend (patch_mamba_co
 def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, cudagraph_mode: str,
                    graph_subtracted: bool, graph_profiled: bool = False,
                    kv_kinds: frozenset[str] = frozenset(), moe: bool = False,
-                   vl_encoder: str = "") -> dict[str, str]:
+                   vl_encoder: str = "", pooling: bool = False) -> dict[str, str]:
     """Labels for the figures of this plan that are estimates (key: the plan field).
 
     Args:
@@ -64,12 +69,15 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
         moe: the model has routed experts (the NPU activation then includes the fitted MoE dispatch rows).
         vl_encoder: where the largest image of the vision encoder's profile-run share came from
             (:func:`~ascendflow.compiler.memory.vision_profile.max_pixels_and_source`); empty: no such share.
+        pooling: the pooling runner (``--runner pooling`` in ``engine.extra_args``): no sampler logits.
     """
     labels: dict[str, str] = {}
     if not platform_for(hw.kind).profiles_memory:
         return labels
-    labels["memory.activation_bytes"] = ACTIVATION + (MOE_DISPATCH if moe and platform_for(hw.kind).ascend_config
-                                                      else "") + (VISION_ENCODER.format(vl_encoder) if vl_encoder else "")
+    labels["memory.activation_bytes"] = (ACTIVATION + (MOE_DISPATCH if moe and platform_for(hw.kind).ascend_config
+                                                       else "")
+                                         + (VISION_ENCODER.format(vl_encoder) if vl_encoder else "")
+                                         + (POOLING if pooling else ""))
     if platform_for(hw.kind).ascend_config:
         labels["kv_cache.fits"] = BOUNDARY
     labels["memory.non_torch_bytes"] = NON_TORCH

@@ -23,9 +23,20 @@ GRAPH_OVERHEAD_BYTES = 128 * 1024
 
 
 def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_tokens: int, max_num_seqs: int,
-                     dtype_bytes: int) -> int:
+                     dtype_bytes: int, pooling: bool = False) -> int:
     """Peak activation of vLLM's profiling run (dummy forward at ``max_num_batched_tokens``, then the sampler at
     ``max_num_seqs``), first-order model.
+
+    ``pooling``: the pooling runner (``--runner pooling``). vLLM 0.32.0 ``v1/worker/gpu_model_runner.py``
+    ``profile_run`` then calls ``_dummy_pooler_run`` (the pooler over the dummy run's hidden states, no
+    ``compute_logits``) instead of ``_dummy_sampler_run``, so no logits are planned; vllm-ascend v0.20.2rc1
+    ``worker/model_runner_v1.py`` ``NPUModelRunner.profile_run`` calls that ``super().profile_run()``. The same branch
+    in the vLLM 0.20.2 that release pairs with is assumed, not read (no vLLM mirror here). Checked on N-04
+    (``tests/calibrate/public_logs.py``: Qwen3-Embedding-0.6B at 8,192 tokens, 0.2188 GiB planned against the logged
+    ``0.22 GiB for peak activation``; 0.3634 GiB with the logits). W3-01 (the generate runner, same model and batch,
+    same release) logs the same 0.22 GiB: vllm-ascend v0.20.2rc1 ``_dummy_sampler_run`` computes model-dtype logits
+    only, after the forward's intermediates are freed, so they do not raise the peak there either; the generate
+    runner's fp32 logits sum is left as it is (shared by every log; docs/kv_layouts.md).
 
     Per token: the residual and hidden states (4 × hidden), the QKV output of this rank, and the widest MLP
     intermediate (dense: 2 × intermediate / TP; MoE: top-k routed copies of 2 × moe_intermediate, split by TP × DP
@@ -42,7 +53,7 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
         inter = (a.moe_intermediate_size or 0) // (1 if layout.ep > 1 else tp * layout.dp)  # TP × DP without EP
         moe = (a.num_experts_per_tok or 1) * 2 * inter
     per_token = (4 * a.hidden_size + qkv + max(dense, moe)) * dtype_bytes
-    logits = max_num_seqs * a.vocab_size * 4 if layout.last_stage else 0
+    logits = max_num_seqs * a.vocab_size * 4 if layout.last_stage and not pooling else 0
     return max_num_batched_tokens * per_token + logits
 
 

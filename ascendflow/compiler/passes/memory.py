@@ -13,7 +13,7 @@ from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.mla_weights import mlapo_frees_originals
 from ascendflow.compiler.memory.overheads import (KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes,
                                                  moe_dispatch_bytes, non_torch_bytes, p310_cleared_non_torch_bytes)
-from ascendflow.compiler.checks.extra_args import mm_kwargs_max_pixels
+from ascendflow.compiler.checks.extra_args import mm_kwargs_max_pixels, runner_option
 from ascendflow.compiler.memory.vision_profile import DEFAULT_MAX_PIXELS, encoder_extra_bytes, vl_load_buffer_bytes
 from ascendflow.compiler.memory.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
 from ascendflow.compiler.memory.weights import EngineWeightRules, Layout, pp_partition, weight_bytes
@@ -84,7 +84,8 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
             rules=weight_rules) + vision
         weights += draft if layout.last_stage else 0
         activation = activation_bytes(arch, layout, max_num_batched_tokens=limits.max_num_batched_tokens,
-                                      max_num_seqs=limits.max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype])
+                                      max_num_seqs=limits.max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype],
+                                      pooling=runner_option(eng.extra_args) == "pooling")
         if tower:  # the encoder's dummy images in the profile run (vision_profile.py; None: family not planned)
             activation += _encoder_extra(spec, arch, limits, activation, DTYPE_BYTES[dtype]) or 0
         if platform_for(hw.kind).ascend_config:  # the NPU MoE dispatcher's rows (fitted copies, overheads.py)
