@@ -70,8 +70,9 @@ def carry_workload(recipe: dict[str, Any], named: list[tuple[str, str]], benchma
     found = perf_case(benchmarks)
     if found is None:
         kinds = sorted({str(b.get("case_type")) for b in (benchmarks or {}).values() if isinstance(b, dict)})
-        named.append(("workload", "the CI config has no performance benchmark case"
-                                  + (f" (only {', '.join(kinds)})" if kinds else "") + ": the workload option's defaults"))
+        only = f" (only {', '.join(kinds)})" if kinds else ""
+        named.append(("workload", f"the CI config has no performance benchmark case{only}: the workload option's "
+                                  "defaults"))
         return
     key, bench = found
     w = ci_workload(bench)
@@ -97,7 +98,8 @@ def carry_workload(recipe: dict[str, Any], named: list[tuple[str, str]], benchma
     named.append(("workload", f"CI's performance case {key} ({w['dataset'] or 'no dataset_path'}) as the random "
                               f"dataset: {w['input_len'] if w['input_len'] is not None else 'default'} input tokens "
                               f"(ESTIMATE: the dataset name's in<N>, AISBench's prompt through the chat template), "
-                              f"{w['output_len']} output (max_out_len, EOS {'ignored' if block['ignore_eos'] else 'kept'}), "
+                              f"{w['output_len']} output (max_out_len, EOS "
+                              f"{'ignored' if block['ignore_eos'] else 'kept'}), "
                               f"{w['num_prompts']} prompts, concurrency {w['max_concurrency']} (batch_size), {rate}"))
     if w["input_len"] is None:
         named.append(("workload.random_input_len", f"{w['dataset']!r} names no input length (in<N>): the workload "

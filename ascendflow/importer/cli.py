@@ -13,12 +13,14 @@ them); every difference is listed on stderr with its reason, and one without a r
 ``--to hardware=atlas_800i_a3 [release=vllm-ascend-0.23.0]`` migrates: plans the deployment on that hardware and row,
 prints it side by side with the source (per-device memory, KV cache, whether the layout fits, the nearest layouts that
 do, quantization the release does not serve with the msModelSlim command, flags and env that change, the version-matrix
-row) and writes the target recipe to ``-o`` (required with ``--to``). ``--baseline FILE|RUN_ID`` carries the source's measured figures
-(``vllm bench serve`` result JSON, or an MLflow run id or ``runs:/<id>``; figures of another model than the
-source's are refused): printed, written into the target recipe (``run.baseline``: the
-plan carries them, its run logs them, and ``python -m ascendflow.compare RUN_ID`` of the first Ascend measurement,
-attach mode, shows them beside its own) and beside it as ``<recipe>.baseline.json`` (``python -m ascendflow.import
-compare-baseline BASELINE.json ATTACH_RUN_ID`` compares that file with any run or result file).
+row) and writes the target recipe to ``-o`` (required with ``--to``). ``--baseline FILE|RUN_ID`` carries the source's
+measured figures (``vllm bench serve`` result JSON, or an MLflow run id or ``runs:/<id>``; another model's figures are
+refused): printed, written into the target recipe (``run.baseline``, with the model, hardware and contention they were
+measured with: the plan carries them, its run logs them, and ``python -m ascendflow.compare RUN_ID`` of the first
+Ascend measurement, attach mode, shows them beside its own) and beside it as ``<recipe>.baseline.json`` (``python -m
+ascendflow.import compare-baseline BASELINE.json ATTACH_RUN_ID`` compares that file with any run or result file).
+
+A CI config's performance benchmark is the recipe's workload (:func:`ascendflow.importer.ci.carry_workload`).
 
 Bad input (an unparsable command, an unknown flag or model, a plan ascendflow refuses): one ``error:`` line, exit 2.
 """

@@ -154,7 +154,8 @@ def test_a_baseline_run_keeps_its_hardware_model_and_contention(tmp_path, mlflow
     assert json.loads(out.with_suffix(".baseline.json").read_text()) == {"recipe": "q8_a3", **block,
                                                                           "imported_from": "command line"}
     assert ("note: --baseline was measured on cpu (the run's param hardware.name), the source side is planned on "
-            "nvidia_h200; the recipe records cpu (--hardware cpu plans the source as measured)") in printed.err.splitlines()
+            "nvidia_h200; the recipe records cpu (--hardware cpu plans the source as measured)") in \
+        printed.err.splitlines()
     assert printed.out.splitlines()[-2:] == [
         f"  measured with {MODEL_ID} on cpu, from mlflow:{run_id} ({mlflow_uri})",
         f"  measured under contention (tag measurement.contention=true: {reason}): the figures are not the "
