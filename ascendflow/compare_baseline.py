@@ -1,7 +1,8 @@
 """The source deployment's figures beside a run's (issue 30 "baseline first"), for ``python -m ascendflow.compare``.
 
 A migrated plan carries the figures measured on the source hardware (``run.baseline``: :mod:`ascendflow.schema.baseline`),
-logged with the run's params (``run.baseline.metrics.<name>``, ``run.baseline.source``, ``run.baseline.hardware``).
+logged with the run's params (``run.baseline.metrics.<name>``, ``run.baseline.source``, ``run.baseline.hardware``,
+``run.baseline.contention``: the source run was measured on a shared host).
 :func:`baseline_table` sets them beside the run's own metrics of the same names (``vllm bench serve`` result keys,
 recorded by every benchmark run, attach mode included): one row per figure, the relative difference
 ``(run − source) / source`` and whether that is better (latencies lower, throughputs higher).
@@ -39,7 +40,8 @@ def baseline_table(runs):
     """``(DataFrame, source label)`` of the runs (``mlflow.search_runs`` rows) that carry a baseline: one row per
     figure of :data:`BASELINE_METRICS` the baseline has, columns ``figure``, ``source`` (the baseline's value), and per
     run its value and ``Δ`` (relative difference, a fraction; ``None`` where the run lacks the figure); ``None``
-    without a baseline. The source label names the hardware and where the figures were read."""
+    without a baseline. The source label names the hardware and where the figures were read, and says when the source
+    was measured under contention."""
     import pandas as pd
 
     columns = [c for c in runs.columns if c.startswith(PREFIX)]
@@ -64,7 +66,12 @@ def baseline_table(runs):
             row[key] = mine
             row[f"Δ {key}"] = (mine - base) / base if mine is not None and base else None
         rows.append(row)
-    return pd.DataFrame(rows), f"{label}{' from ' + source if source not in (None, 'null') else ''}"
+    title = f"{label}{' from ' + source if source not in (None, 'null') else ''}"
+    if first.get("params.run.baseline.contention") == "True":  # the source run's measurement.contention tag
+        reason = first.get("params.run.baseline.contention_reason")
+        title += (", measured under contention" + (f" ({reason})" if reason not in (None, "null") else "")
+                  + ": not the source deployment's figures alone")
+    return pd.DataFrame(rows), title
 
 
 def better(metric: str, delta: float) -> bool:

@@ -42,6 +42,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from ascendflow.importer.ci import ci_workload as workload_of  # the importer's reading of a CI case
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "ascendflow" / "perfmodel" / "corpus" / "ci_rows.json"
 CI_GLOBS = ("tests/e2e/nightly/", "tests/e2e/weekly/")
@@ -259,26 +261,6 @@ def perf_cases(raw: dict[str, Any]) -> list[dict[str, Any]]:
                         "pd": "disaggregated_prefill" in json.dumps(raw.get("routing") or raw.get(
                             "disaggregated_prefill") or "") or bool(raw.get("disaggregated_prefill"))})
     return out
-
-
-def workload_of(bench: dict[str, Any]) -> dict[str, Any]:
-    """The benchmark case's workload: input length from the AISBench dataset name (``GSM8K-in3500``: about 3,500
-    tokens through the chat template; ``random``: ``input_len``), output length ``max_out_len`` (CI perf cases
-    ignore EOS), prompts, concurrency (``batch_size``), rate (0: all at once), prefix share when the name says so."""
-    path = str(bench.get("dataset_path") or "")
-    m = re.search(r"in(\d+(?:\.\d+)?)(k?)", path, re.I)
-    isl = None
-    if m:
-        isl = int(float(m[1]) * (1024 if m[2].lower() == "k" else 1))
-    if bench.get("input_len"):
-        isl = int(bench["input_len"])
-    rate = bench.get("request_rate")
-    prefix = re.search(r"prefix[-_]?(\d+)", path, re.I)
-    return {"dataset": path, "input_len": isl, "output_len": int(bench["max_out_len"]) if bench.get("max_out_len")
-            else None, "num_prompts": int(bench["num_prompts"]) if bench.get("num_prompts") else None,
-            "max_concurrency": int(bench["batch_size"]) if bench.get("batch_size") else None,
-            "request_rate": float(rate) if rate not in (None, 0, "0") else None,
-            "prefix_percent": int(prefix[1]) if prefix else None}
 
 
 def parse_argv(argv: list[str]) -> dict[str, Any]:

@@ -13,6 +13,10 @@ Three formats (``tests/e2e/nightly`` and ``tests/e2e/weekly`` of vllm-project/vl
   ``RankResolver._expand_node``; roles from ``routing.groups``).
 
 CI resolves node IPs from LWS DNS; here node ``k``'s address is :func:`node_ip` (documentation range, RFC 5737).
+
+The config's benchmark (``benchmarks``: AISBench cases, ``tools/aisbench.py``; a single-node test case's own, a
+multi-node config's top level) becomes the recipe's workload, co-located and PD alike (:func:`carry_workload`): its
+performance case's input and output lengths, prompts, concurrency and rate.
 """
 
 from __future__ import annotations
@@ -26,6 +30,83 @@ from ascendflow.importer.command import KEY, ServeCommand, parse_command
 from ascendflow.schema.errors import ConfigError
 
 ROLES = {"prefiller": "prefill", "decoder": "decode"}
+
+
+def ci_workload(bench: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark case's workload: input length from the AISBench dataset name (``GSM8K-in3500``: about 3,500
+    tokens through the chat template; ``in128k``: 131,072; ``random``: ``input_len``), output length ``max_out_len``
+    (CI perf cases ignore EOS), prompts, concurrency (``batch_size``), rate (0: all at once), prefix share when the
+    name says so. (The corpus builder, ``scripts/import_ci_config.py``, reads CI's cases with it too.)"""
+    path = str(bench.get("dataset_path") or "")
+    m = re.search(r"in(\d+(?:\.\d+)?)(k?)", path, re.I)
+    isl = None
+    if m:
+        isl = int(float(m[1]) * (1024 if m[2].lower() == "k" else 1))
+    if bench.get("input_len"):
+        isl = int(bench["input_len"])
+    rate = bench.get("request_rate")
+    prefix = re.search(r"prefix[-_]?(\d+)", path, re.I)
+    return {"dataset": path, "input_len": isl, "output_len": int(bench["max_out_len"]) if bench.get("max_out_len")
+            else None, "num_prompts": int(bench["num_prompts"]) if bench.get("num_prompts") else None,
+            "max_concurrency": int(bench["batch_size"]) if bench.get("batch_size") else None,
+            "request_rate": float(rate) if rate not in (None, 0, "0") else None,
+            "prefix_percent": int(prefix[1]) if prefix else None}
+
+
+def perf_case(benchmarks: Any) -> tuple[str, dict[str, Any]] | None:
+    """``(name, case)`` of the last ``case_type: performance`` case that generates more than one token (a
+    ``max_out_len: 1`` case is CI's warm-up, ``DeepSeek_V3.1T_MTP1_128K_1K_PD.yaml`` ``perf_wram_up``), or ``None``."""
+    cases = [(k, b) for k, b in (benchmarks or {}).items() if isinstance(b, dict)
+             and b.get("case_type") == "performance" and int(b.get("max_out_len") or 0) > 1]
+    return cases[-1] if cases else None
+
+
+def carry_workload(recipe: dict[str, Any], named: list[tuple[str, str]], benchmarks: Any) -> None:
+    """Set ``recipe``'s workload from the CI config's performance case (:func:`perf_case`): ``workload=random`` with
+    ``random_input_len`` (ESTIMATE: the dataset name's length, AISBench pads the prompt to it through the chat
+    template), ``random_output_len`` (``max_out_len``), ``num_prompts``, ``max_concurrency`` (``batch_size``),
+    ``request_rate`` (0: all at once, ``inf``) and ``ignore_eos`` (on unless the case says otherwise); each choice is
+    named. Without a performance case the workload option's defaults stay, named."""
+    found = perf_case(benchmarks)
+    if found is None:
+        kinds = sorted({str(b.get("case_type")) for b in (benchmarks or {}).values() if isinstance(b, dict)})
+        only = f" (only {', '.join(kinds)})" if kinds else ""
+        named.append(("workload", f"the CI config has no performance benchmark case{only}: the workload option's "
+                                  "defaults"))
+        return
+    key, bench = found
+    w = ci_workload(bench)
+    block: dict[str, Any] = {}
+    if w["input_len"] is not None:
+        block["random_input_len"] = w["input_len"]
+    if w["output_len"] is not None:
+        block["random_output_len"] = w["output_len"]
+    if w["num_prompts"] is not None:
+        block["num_prompts"] = w["num_prompts"]
+    block["max_concurrency"] = w["max_concurrency"]
+    block["request_rate"] = w["request_rate"] if w["request_rate"] else float("inf")
+    block["ignore_eos"] = bench.get("ignore_eos") is not False
+    defaults = recipe["defaults"]
+    for d in defaults:
+        if "override /workload" in d:
+            d["override /workload"] = "random"
+            break
+    else:
+        defaults.append({"override /workload": "random"})
+    recipe["workload"] = block
+    rate = f"{w['request_rate']:g} req/s" if w["request_rate"] else "all at once (request_rate 0)"
+    named.append(("workload", f"CI's performance case {key} ({w['dataset'] or 'no dataset_path'}) as the random "
+                              f"dataset: {w['input_len'] if w['input_len'] is not None else 'default'} input tokens "
+                              f"(ESTIMATE: the dataset name's in<N>, AISBench's prompt through the chat template), "
+                              f"{w['output_len']} output (max_out_len, EOS "
+                              f"{'ignored' if block['ignore_eos'] else 'kept'}), "
+                              f"{w['num_prompts']} prompts, concurrency {w['max_concurrency']} (batch_size), {rate}"))
+    if w["input_len"] is None:
+        named.append(("workload.random_input_len", f"{w['dataset']!r} names no input length (in<N>): the workload "
+                                                   "option's default"))
+    if w["prefix_percent"] is not None:
+        named.append(("workload", f"the dataset's {w['prefix_percent']} % shared prefix ({w['dataset']}): no workload "
+                                  "key for it (random prompts share none); not carried"))
 
 
 def node_ip(k: int) -> str:

@@ -13,11 +13,14 @@ them); every difference is listed on stderr with its reason, and one without a r
 ``--to hardware=atlas_800i_a3 [release=vllm-ascend-0.23.0]`` migrates: plans the deployment on that hardware and row,
 prints it side by side with the source (per-device memory, KV cache, whether the layout fits, the nearest layouts that
 do, quantization the release does not serve with the msModelSlim command, flags and env that change, the version-matrix
-row) and writes the target recipe with ``-o``. ``--baseline FILE|RUN_ID`` carries the source's measured figures
-(``vllm bench serve`` result JSON, or an MLflow run): printed, written into the target recipe (``run.baseline``: the
-plan carries them, its run logs them, and ``python -m ascendflow.compare RUN_ID`` of the first Ascend measurement,
-attach mode, shows them beside its own) and beside it as ``<recipe>.baseline.json`` (``python -m ascendflow.import
-compare-baseline BASELINE.json ATTACH_RUN_ID`` compares that file with any run or result file).
+row) and writes the target recipe to ``-o`` (required with ``--to``). ``--baseline FILE|RUN_ID`` carries the source's
+measured figures (``vllm bench serve`` result JSON, or an MLflow run id or ``runs:/<id>``; another model's figures are
+refused): printed, written into the target recipe (``run.baseline``, with the model, hardware and contention they were
+measured with: the plan carries them, its run logs them, and ``python -m ascendflow.compare RUN_ID`` of the first
+Ascend measurement, attach mode, shows them beside its own) and beside it as ``<recipe>.baseline.json`` (``python -m
+ascendflow.import compare-baseline BASELINE.json ATTACH_RUN_ID`` compares that file with any run or result file).
+
+A CI config's performance benchmark is the recipe's workload (:func:`ascendflow.importer.ci.carry_workload`).
 
 Bad input (an unparsable command, an unknown flag or model, a plan ascendflow refuses): one ``error:`` line, exit 2.
 """
@@ -48,11 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--release", default=None, help="source version-matrix row (hardware.software)")
     p.add_argument("--name", default=None, help="recipe name (default: checkpoint name and TP)")
     p.add_argument("--case", default=None, help="CI config: the test case to import (default the first)")
-    p.add_argument("-o", "--out", default=None, help="write the recipe (the target's with --to) here")
+    p.add_argument("-o", "--out", default=None, help="write the recipe here (default: stdout); with --to, the target "
+                                                     "recipe, and -o is required")
     p.add_argument("--to", nargs="+", default=None, metavar="KEY=VALUE",
                    help="migrate: hardware=OPTION [release=ROW]")
-    p.add_argument("--baseline", default=None, help="the source's measured figures: vllm bench serve result JSON or "
-                                                    "an MLflow run id")
+    p.add_argument("--baseline", default=None, help="with --to: the source's measured figures, a vllm bench serve "
+                                                    "result JSON or an MLflow run id (runs:/ID); of the source's model")
     p.add_argument("--tracking-uri", default=None, help="MLflow store of --baseline RUN_ID")
     return p
 
@@ -88,11 +92,21 @@ def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.to:
         to_hardware, to_release = _to(args.to)
+        if not args.out:
+            # new-user trial of 2026-12-04: --to without -o printed the report and wrote nothing, without a word
+            raise ConfigError("--to", " ".join(args.to), "writes the target recipe, and needs -o PATH for it (the "
+                                                         "report on stdout is not the recipe); fix: add -o "
+                                                         "recipes/recipe/NAME.yaml (then python -m ascendflow "
+                                                         "+recipe=NAME run.mode=plan)")
+    elif args.baseline:
+        raise ConfigError("--baseline", args.baseline, "is carried into a migrated recipe (run.baseline), and is "
+                                                       "read only with --to; fix: add --to hardware=OPTION -o PATH, "
+                                                       "or drop --baseline")
     baseline = None
     if args.baseline:
-        from ascendflow.importer.baseline import read_baseline
+        from ascendflow.importer.baseline import read_record
 
-        baseline = read_baseline(args.baseline, args.tracking_uri)
+        baseline = read_record(args.baseline, args.tracking_uri)
     _quiet()
     from ascendflow.importer.ci import ci_hardware
     from ascendflow.importer.sources import is_pd_config, read_source, read_yaml
@@ -112,10 +126,21 @@ def run(argv: list[str]) -> int:
         if len(names) > 1:
             print(f"importing test case {commands[0].name} of {', '.join(names)} (--case NAME picks another)",
                   file=sys.stderr)
+    if baseline:
+        _check_baseline(baseline, args, commands[0])
     hardware = args.hardware or (ci_hardware(args.source, raw) if is_ci else "nvidia_h200")
+    if baseline and baseline.hardware and baseline.hardware != hardware:
+        print(f"note: --baseline was measured on {baseline.hardware} (the run's param hardware.name), the source "
+              f"side is planned on {hardware}; the recipe records {baseline.hardware} (--hardware "
+              f"{baseline.hardware} plans the source as measured)", file=sys.stderr)
     name = args.name or (Path(args.out).stem if args.out else None)  # -o recipes/recipe/NAME.yaml: +recipe=NAME
     imported = to_recipe(commands, hardware=hardware, model=args.model, name=None if args.to else name,
                          quantization=args.quantization_option, release=args.release)
+    if is_ci:  # the CI config's benchmark lengths, prompts, concurrency and rate: the recipe's workload
+        from ascendflow.importer.ci import carry_workload
+        from ascendflow.importer.sources import ci_benchmarks
+
+        carry_workload(imported.recipe, imported.named, ci_benchmarks(raw, commands[0].name))
     from ascendflow.importer.command import mask_secrets, mask_text
 
     again = "python -m ascendflow.import " + mask_text(shlex.join(mask_secrets(argv)))
@@ -137,22 +162,40 @@ def run(argv: list[str]) -> int:
         return 0 if ok else 1
     from ascendflow.importer.migrate import migrate, render
 
-    from ascendflow.importer.baseline import baseline_source
-
-    migration = migrate(imported, to_hardware, to_release, baseline=baseline, name=name,
-                        baseline_from=baseline_source(args.baseline) if args.baseline else None)
+    migration = migrate(imported, to_hardware, to_release, baseline=baseline, name=name)
     print(render(migration))
     target = migration.recipe
     header = again
     if baseline:
-        header += "\n# Source baseline (measured): " + json.dumps(baseline, sort_keys=True)
-    if args.out:
-        _emit(target.text(header), args.out)
-        if baseline:
-            Path(args.out).with_suffix(".baseline.json").write_text(json.dumps(
-                {"recipe": target.name, "source": imported.commands[0].source, "hardware": hardware,
-                 "metrics": baseline}, indent=1) + "\n")
+        header += "\n# Source baseline (measured): " + json.dumps(baseline.metrics, sort_keys=True)
+    _emit(target.text(header), args.out)
+    if baseline:
+        # where the figures were read (the file, or the run and its store), not where the command came from
+        path = Path(args.out).with_suffix(".baseline.json")
+        path.write_text(json.dumps({"recipe": target.name, **baseline.spec(hardware),
+                                    "imported_from": imported.commands[0].source}, indent=1) + "\n")
+        print(f"wrote {path}", file=sys.stderr)
     return 0 if ok else 1
+
+
+def _check_baseline(baseline, args: argparse.Namespace, command) -> None:
+    """Refuse a ``--baseline`` of another model than the imported command's (its positional, its
+    ``--served-model-name``, its model option); warn in one line where the figures name no model."""
+    from ascendflow.importer.baseline import check_model
+    from ascendflow.importer.recipe import model_option
+
+    served = command.values.get("served_model_name") or []
+    deployed = [command.model, *([served] if isinstance(served, str) else served)]
+    option = args.model
+    if option is None:
+        try:
+            option = model_option(command.model)
+        except ConfigError:
+            option = None  # to_recipe names the unknown model next
+    if baseline.model is None:
+        print(f"warning: --baseline {args.baseline} names no model (a result file's model_id, a run's param "
+              f"model.id): not checked against {command.model}", file=sys.stderr)
+    check_model(baseline, args.baseline, deployed, option)
 
 
 def _run_pd(args: argparse.Namespace, argv: list[str]) -> int:

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from ascendflow.compiler.plan import Plan
+from ascendflow.importer.baseline import Baseline
 from ascendflow.compiler.rules.software import version_at_least
 from ascendflow.importer.recipe import CONF, Imported, check_target, target_row
 from ascendflow.importer.roundtrip import compose_recipe, given_options, typed_values
@@ -119,7 +120,7 @@ class Migration:
     added: list[tuple[str, Any]] = field(default_factory=list)
     env_added: dict[str, str] = field(default_factory=dict)
     row: tuple[str, dict[str, Any]] = ("", {})
-    baseline: dict[str, float] | None = None
+    baseline: Baseline | None = None
     recipe: Imported | None = None
 
 
@@ -228,11 +229,11 @@ def fitting_layouts(hardware: str, raw: dict[str, Any], source_tp: int, source_d
 
 
 def migrate(imported: Imported, to_hardware: str, release: str | None = None,
-            baseline: dict[str, float] | None = None, layouts: int = 3, name: str | None = None,
-            baseline_from: str | None = None) -> Migration:
+            baseline: Baseline | None = None, layouts: int = 3, name: str | None = None) -> Migration:
     """Plan ``imported`` on its own hardware and on ``to_hardware`` (release row ``release``, else the hardware
-    option's), and say what changes. ``baseline``: the source's measured figures (``baseline_from``: where they were
-    read), carried by the target recipe as ``run.baseline`` (:mod:`ascendflow.schema.baseline`).
+    option's), and say what changes. ``baseline``: the source's measured figures and what they were measured with
+    (:func:`ascendflow.importer.baseline.read_record`), carried by the target recipe as ``run.baseline``
+    (:mod:`ascendflow.schema.baseline`; its hardware the source side's option where the figures record none).
 
     Raises:
         ConfigError: an unknown hardware option or release row (one line).
@@ -306,8 +307,7 @@ def migrate(imported: Imported, to_hardware: str, release: str | None = None,
                                migrated_to=f"hardware={to_hardware}, version-matrix row {row[0]}")
     if baseline:
         # the plan carries them: logged with the run's params, set beside its figures by python -m ascendflow.compare
-        target_imported.recipe.setdefault("run", {})["baseline"] = {"source": baseline_from, "hardware": source_hw,
-                                                                    "metrics": dict(baseline)}
+        target_imported.recipe.setdefault("run", {})["baseline"] = baseline.spec(source_hw)
     target_raw = compose_recipe(target_imported)
     target = _side(to_hardware, target_raw)
     par = source_raw["parallel"]
@@ -400,8 +400,15 @@ def render(m: Migration) -> str:
         lines.append(f"env {k}={v}")
     name, row = m.row
     lines.append(f"version matrix row {name}: " + ", ".join(f"{k} {v}" for k, v in row.items() if v is not None))
-    if m.baseline:
-        lines.append("source baseline (measured): " + ", ".join(f"{k} {v:g}" for k, v in m.baseline.items()))
+    b = m.baseline
+    if b:
+        lines.append("source baseline (measured): " + ", ".join(f"{k} {v:g}" for k, v in b.metrics.items()))
+        where = f"{b.source} ({b.tracking_uri})" if b.tracking_uri else b.source
+        lines.append(f"  measured with {b.model or 'a model it does not name'} on "
+                     f"{b.hardware or s.hardware + ' (the source side: the figures name no hardware)'}, from {where}")
+        if b.contention:
+            lines.append(f"  measured under contention (tag measurement.contention=true: "
+                         f"{b.contention_reason or 'no reason recorded'}): the figures are not the deployment's alone")
     return "\n".join(lines)
 
 

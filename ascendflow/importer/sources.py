@@ -77,8 +77,21 @@ def read_pd_config(path: str, *, name: str | None = None, release: str | None = 
     from ascendflow.importer.ci import ci_name, pd_commands
     from ascendflow.importer.pd import pd_recipe
 
+    from ascendflow.importer.ci import carry_workload
+
     raw = read_yaml(path)
     if not is_pd(raw):
         raise ConfigError(KEY, path, "is not a PD CI config (no disaggregated_prefill, no routing)")
-    return pd_recipe(pd_commands(raw, path), npu_per_node=int(raw["npu_per_node"]), name=name or ci_name(path),
-                     external="templates" in raw, release=release)
+    imported = pd_recipe(pd_commands(raw, path), npu_per_node=int(raw["npu_per_node"]), name=name or ci_name(path),
+                         external="templates" in raw, release=release)
+    carry_workload(imported.recipe, imported.named, raw.get("benchmarks"))  # as a co-located config's
+    return imported
+
+
+def ci_benchmarks(raw: Any, case: str | None) -> Any:
+    """The ``benchmarks`` of a co-located CI config: test case ``case``'s (default the first), a multi-node
+    config's top-level ones."""
+    if isinstance(raw, dict) and "test_cases" in raw:
+        cases = [c for c in raw["test_cases"] if case is None or c.get("name") == case]
+        return (cases[0].get("benchmarks") if cases else None) or {}
+    return (raw.get("benchmarks") if isinstance(raw, dict) else None) or {}

@@ -27,13 +27,22 @@ class BaselineSpec(Spec):
 
     Attributes:
         source: where they were read (a ``vllm bench serve`` result file, or ``mlflow:<run id>``); ``None``: none.
-        hardware: the hardware option they were measured on (``nvidia_h200``...).
+        tracking_uri: the MLflow store of an ``mlflow:<run id>`` source, its password masked (``scheme://user:***@``).
+        model: the model they were measured with (the result file's ``model_id``, the run's ``model.id``).
+        hardware: the hardware option they were measured on (``nvidia_h200``...): an ascendflow run's
+            ``hardware.name``, else the source side's option.
+        contention: the source run's ``measurement.contention`` tag (``True``: the host was shared while it was
+            measured, :mod:`ascendflow.runner.contention`); ``None``: not judged. ``contention_reason``: its reason.
         metrics: ``{name: value}`` of :data:`BASELINE_METRICS` (ms; requests/s; tokens/s), each in
             ``[0, MAX_LATENCY_MS]`` (1e7: ten thousand seconds, or ten million tokens/s).
     """
 
     source: str | None = None
+    tracking_uri: str | None = None
+    model: str | None = None
     hardware: str | None = None
+    contention: bool | None = None
+    contention_reason: str | None = None
     metrics: dict[str, Annotated[float, Field(ge=0, le=MAX_LATENCY_MS)]] = Field(default_factory=dict)
 
     @field_validator("metrics")

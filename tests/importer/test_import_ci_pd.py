@@ -198,3 +198,44 @@ def test_further_flags_of_one_role_only_are_one_line(tmp_path):
         read_pd_config(_with_extra(tmp_path, ["--enable-log-requests"]))
     assert str(error.value) == ("decode='--max-logprobs 5 --enable-log-requests': further flags differ from the other "
                                 "role's (--max-logprobs 5); engine.extra_args is one list for both roles")
+
+
+def test_the_ci_benchmark_is_the_recipe_workload():
+    """New-user trial 2026-12-04: a PD config's recipe took ``workload=random`` with its defaults (256 in, 128 out,
+    64 prompts, concurrency 32), not CI's benchmark. Its performance case now sets the workload as a co-located
+    config's does (:func:`ascendflow.importer.ci.carry_workload`): the dataset name's input length, ``max_out_len``,
+    ``num_prompts``, ``batch_size`` as concurrency, ``request_rate`` (0: all at once); CI's 1-token warm-up case is
+    not the benchmark; a config with accuracy cases only keeps the defaults, named."""
+    from ascendflow.importer.roundtrip import compose_recipe
+    from ascendflow.schema import load_spec
+
+    inf = float("inf")
+    expected = {
+        "Qwen3-235B-disagg-pd@v0.23.0": (
+            {"random_input_len": 3500, "random_output_len": 1500, "num_prompts": 2800, "max_concurrency": 700,
+             "request_rate": 11.2, "ignore_eos": True},
+            ["CI's performance case perf (vllm-ascend/GSM8K-in3500-bs2800) as the random dataset: 3500 input tokens "
+             "(ESTIMATE: the dataset name's in<N>, AISBench's prompt through the chat template), 1500 output "
+             "(max_out_len, EOS ignored), 2800 prompts, concurrency 700 (batch_size), 11.2 req/s"]),
+        "DeepSeek_V3.1T_MTP1_128K_1K_PD@v0.23.0": (
+            {"random_input_len": 131072, "random_output_len": 1024, "num_prompts": 1, "max_concurrency": 1,
+             "request_rate": inf, "ignore_eos": True},
+            ["CI's performance case perf_1 (vllm-ascend/GSM8K-in128k-bs512-prefix90-ds) as the random dataset: 131072 "
+             "input tokens (ESTIMATE: the dataset name's in<N>, AISBench's prompt through the chat template), 1024 "
+             "output (max_out_len, EOS ignored), 1 prompts, concurrency 1 (batch_size), all at once (request_rate 0)",
+             "the dataset's 90 % shared prefix (vllm-ascend/GSM8K-in128k-bs512-prefix90-ds): no workload key for it "
+             "(random prompts share none); not carried"]),
+        "QWEN3_235B_PD@v0.23.0": (
+            None, ["the CI config has no performance benchmark case (only accuracy): the workload option's defaults"]),
+    }
+    for name, (workload, named) in expected.items():
+        imported = read_pd_config(str(DATA / f"{name}.yaml"), release="vllm-ascend-0.23.0")
+        assert imported.recipe.get("workload") == workload, name
+        assert [why for flag, why in imported.named if flag == "workload"] == named, name
+        assert {"override /workload": "random"} in imported.recipe["defaults"]
+    spec = load_spec(compose_recipe(read_pd_config(str(DATA / "Qwen3-235B-disagg-pd@v0.23.0.yaml"),
+                                                   release="vllm-ascend-0.23.0")))
+    assert spec.workload.model_dump() == {
+        "name": "random", "dataset": "random", "num_prompts": 2800, "max_concurrency": 700, "request_rate": 11.2,
+        "max_output_tokens": 64, "random_input_len": 3500, "random_output_len": 1500, "prefix_suffix_len": 64,
+        "num_prefixes": 4, "temperature": 0.0, "ignore_eos": True, "seed": 0}

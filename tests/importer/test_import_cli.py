@@ -59,6 +59,28 @@ def test_ci_config_case_to_a_recipe_file(tmp_path, capsys):
                                 "hccl_op_expansion_mode_aiv": True, "env": {"VLLM_ASCEND_ENABLE_FLASHCOMM": "1"}}
 
 
+def test_a_ci_test_case_s_benchmark_is_the_recipe_workload(tmp_path, capsys):
+    """The test case's performance benchmark (AISBench ``perf``: GSM8K-in3500, ``max_out_len`` 1500, 304 prompts,
+    ``batch_size`` 76, all at once) is the recipe's workload, planned as vLLM's random dataset; before, the recipe
+    took ascendflow's default chat workload (new-user trial of 2026-12-04, PD and co-located alike)."""
+    out = tmp_path / "recipe" / "q32.yaml"
+    assert main([str(CI), "-o", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert ("named workload: CI's performance case perf (vllm-ascend/GSM8K-in3500-bs400) as the random dataset: 3500 "
+            "input tokens (ESTIMATE: the dataset name's in<N>, AISBench's prompt through the chat template), 1500 "
+            "output (max_out_len, EOS ignored), 304 prompts, concurrency 76 (batch_size), all at once (request_rate "
+            "0)") in err
+    recipe = yaml.safe_load(out.read_text())
+    assert recipe["defaults"][-1] == {"override /workload": "random"}
+    assert recipe["workload"] == {"random_input_len": 3500, "random_output_len": 1500, "num_prompts": 304,
+                                  "max_concurrency": 76, "request_rate": float("inf"), "ignore_eos": True}
+    # the case without benchmarks keeps the default workload, named
+    assert main([str(CI), "--case", "Qwen3-32B-W8A8-single-a3", "-o", str(out)]) == 0
+    assert ("named workload: the CI config has no performance benchmark case: the workload option's defaults"
+            in capsys.readouterr().err.splitlines())
+    assert "workload" not in yaml.safe_load(out.read_text())
+
+
 def test_migrate_with_a_baseline_then_compare(tmp_path, capsys):
     bench = tmp_path / "h200.json"
     bench.write_text(json.dumps({"output_throughput": 2000.0, "median_ttft_ms": 80.0, "median_tpot_ms": 12.0}))
@@ -66,9 +88,15 @@ def test_migrate_with_a_baseline_then_compare(tmp_path, capsys):
     rc = main(["vllm serve Qwen/Qwen3-8B --max-model-len 16384", "--to", "hardware=atlas_800i_a2",
                "release=vllm-ascend-0.23.0", "--baseline", str(bench), "-o", str(out)])
     assert rc == 0
-    text = capsys.readouterr().out
+    printed = capsys.readouterr()
+    text = printed.out
     assert "hardware                   nvidia_h200           atlas_800i_a2" in text
     assert "source baseline (measured): median_ttft_ms 80, median_tpot_ms 12, output_throughput 2000" in text
+    assert f"  measured with a model it does not name on nvidia_h200 (the source side: the figures name no " \
+           f"hardware), from {bench}" in text.splitlines()
+    # a file without vllm bench serve's model_id cannot be checked against the command's model: said in one line
+    assert f"warning: --baseline {bench} names no model (a result file's model_id, a run's param model.id): not " \
+           "checked against Qwen/Qwen3-8B" in printed.err.splitlines()
     assert "# Source baseline (measured): {\"median_tpot_ms\": 12.0, \"median_ttft_ms\": 80.0, " \
            "\"output_throughput\": 2000.0}" in out.read_text()
     # the plan carries them (run.baseline): python -m ascendflow.compare RUN_ID shows them beside the run's
@@ -76,8 +104,10 @@ def test_migrate_with_a_baseline_then_compare(tmp_path, capsys):
         "source": str(bench), "hardware": "nvidia_h200",
         "metrics": {"median_ttft_ms": 80.0, "median_tpot_ms": 12.0, "output_throughput": 2000.0}}
     saved = json.loads(out.with_suffix(".baseline.json").read_text())
-    assert saved == {"recipe": "q8", "source": "command line", "hardware": "nvidia_h200",
-                     "metrics": {"output_throughput": 2000.0, "median_ttft_ms": 80.0, "median_tpot_ms": 12.0}}
+    # new-user trial 2026-12-04: "source" was "command line" (where the command came from), not the figures' file
+    assert saved == {"recipe": "q8", "source": str(bench), "hardware": "nvidia_h200",
+                     "metrics": {"output_throughput": 2000.0, "median_ttft_ms": 80.0, "median_tpot_ms": 12.0},
+                     "imported_from": "command line"}
     ascend = tmp_path / "a2.json"
     ascend.write_text(json.dumps({"output_throughput": 1500.0, "median_ttft_ms": 100.0, "median_tpot_ms": 15.0}))
     assert main(["compare-baseline", str(out.with_suffix(".baseline.json")), str(ascend)]) == 0
@@ -116,6 +146,28 @@ def test_a_bad_to_is_one_line_before_the_command_is_parsed():
     for to, line in cases.items():
         proc = _import("vllm serve Qwen/Qwen3-8B", *to)
         assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"error: {line}\n"), to
+
+
+def test_to_without_out_is_one_line_and_writes_nothing(tmp_path):
+    """New-user trial 2026-12-04: ``--to hardware=atlas_800i_a3`` without ``-o`` printed the report, wrote nothing and
+    said nothing (exit 0). The import alone prints its recipe on stdout; a migration's stdout is its report, so the
+    target recipe needs ``-o``: one line with the fix, before the command is parsed, nothing written."""
+    proc = subprocess.run([sys.executable, "-m", "ascendflow.import", "vllm serve Qwen/Qwen3-8B --max-model-len 16384",
+                           "--to", "hardware=atlas_800i_a3"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", "error: --to='hardware=atlas_800i_a3': writes the target recipe, and needs -o PATH for it (the report "
+               "on stdout is not the recipe); fix: add -o recipes/recipe/NAME.yaml (then python -m ascendflow "
+               "+recipe=NAME run.mode=plan)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_baseline_without_to_is_one_line(tmp_path):
+    """``--baseline`` without ``--to`` was read and dropped without a word (only a migration carries it)."""
+    bench = ROOT / "tests" / "data" / "import_vllm" / "bench" / "smollm2_cpu_c8.json"
+    proc = _import("vllm serve Qwen/Qwen3-8B", "--baseline", str(bench))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"error: --baseline='{bench}': is carried into a migrated recipe (run.baseline), and is read only with "
+               "--to; fix: add --to hardware=OPTION -o PATH, or drop --baseline\n")
 
 
 def test_a_value_vllm_s_parser_refuses_names_the_flag_its_rule_and_the_fix():
