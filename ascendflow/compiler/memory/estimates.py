@@ -11,11 +11,18 @@ from ascendflow.schema.hardware import HardwareSpec
 
 #: Labels of the model-based figures (``ascendflow/compiler/memory/overheads.py``).
 ACTIVATION = ("ESTIMATE: first-order activation model (hidden, QKV, widest MLP per token at max_num_batched_tokens "
-              "+ fp32 sampler logits); measured with non-torch on vllm-ascend #3479 (v0.11.0rc0, 300I Duo, "
-              "Qwen3-4B): planned 0.65 GiB vs 2.00 GiB implied by the logged KV memory (-68 %), which puts the KV "
-              "budget 5.4 % high there")
-NON_TORCH = ("ESTIMATE: 0.5 GiB runtime outside torch (catalogue) + HCCL buffers per communication group (rule, "
-             "vllm-ascend parallel_state); runtime part unmeasured")
+              "+ sampler logits: fp32, or the model dtype where the release runs no dummy sampler, v0.11.0; + the "
+              "310P's fp32 SwiGLU copies at v0.11.0..v0.13.0); measured with non-torch (planned vs implied by the "
+              "logged KV memory): vllm-ascend #3479 (v0.11.0rc0, 300I Duo, Qwen3-4B) 1.29 vs 2.00 GiB (-35 %, KV "
+              "tokens +2.8 %), #4807 (v0.11.0, A2, Qwen3-8B) 1.29 vs 1.55 GiB (-17 %, +0.7 %)")
+#: Non-torch memory: the runtime estimate and the HCCL buffers of the rank's groups (``overheads.hccl_buffers_mb``).
+NON_TORCH = ("ESTIMATE: 0.5 GiB runtime outside torch (catalogue) + HCCL buffers per communication group ({}; rule, "
+             "vllm-ascend utils.py get_hccl_config_for_pg_options: 200 MB a group, HCCL_BUFFSIZE for mc2); CANN "
+             "documents 2 x the buffer per communicator and torch_npu creates communicators at first use, which "
+             "this per-group count does not follow (calibrated form); measured with the activation (non-KV miss): "
+             "TP1 v0.11.0 #4807 0.26 GiB under, A2 TP8 W3-03 (#4594) 0.22 under, A2 TP16+EP W3-05 (#5876) 0.34 "
+             "under, 310P #3479 0.71 under; TP1 from v0.18.0 (vLLM's profiler counts the increase only) 0.48-0.57 "
+             "over (W3-01, W3-02, N-01)")
 #: The NPU MoE dispatcher's rows in the profile run (``overheads.moe_dispatch_bytes``): form from source, copies fitted.
 MOE_DISPATCH = ("; + MoE dispatch/combine rows (max_num_batched_tokens × DP × top_k × hidden, vllm-ascend v0.13.0rc2 "
                 "token_dispatcher.py npu_moe_init_routing active_num) × 7.3 live copies, ESTIMATE fitted on "
@@ -33,7 +40,7 @@ POOLING = ("; pooling runner (--runner pooling): no sampler logits (vLLM gpu_mod
            "against the logged 0.22 GiB peak activation; the generate runner's W3-01 logs the same 0.22 GiB, so the "
            "fp32 logits of the generate plan overstate it there)")
 #: What the accept / refuse / near-boundary checks rest on (``checks.memory.check_kv_allocation``).
-BOUNDARY = ("ESTIMATE: accepted against the non-KV estimate; margins under its measured error warn (dense 1.21 GiB, "
+BOUNDARY = ("ESTIMATE: accepted against the non-KV estimate; margins under its measured error warn (dense 0.71 GiB, "
             "vllm-ascend #3479; MoE 0.33 GiB, #5876; hybrid 0.12 GiB, #5020); the hybrid KV allocation (2 x the "
             "budget at v0.12.0rc1..v0.15.0rc1, 4 x at v0.11.0 for Qwen3-Next) is read from model_runner_v1.py "
             "_allocate_kv_cache_tensors and refused when it exceeds the device")
@@ -54,7 +61,8 @@ ASCEND_LAYOUT = ("ESTIMATE: non-uniform KV layout on vllm-ascend (patch_mamba_co
 def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, cudagraph_mode: str,
                    graph_subtracted: bool, graph_profiled: bool = False,
                    kv_kinds: frozenset[str] = frozenset(), moe: bool = False,
-                   vl_encoder: str = "", pooling: bool = False) -> dict[str, str]:
+                   vl_encoder: str = "", pooling: bool = False,
+                   hccl_groups: dict[str, int] | None = None) -> dict[str, str]:
     """Labels for the figures of this plan that are estimates (key: the plan field).
 
     Args:
@@ -70,6 +78,8 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
         vl_encoder: where the largest image of the vision encoder's profile-run share came from
             (:func:`~ascendflow.compiler.memory.vision_profile.max_pixels_and_source`); empty: no such share.
         pooling: the pooling runner (``--runner pooling`` in ``engine.extra_args``): no sampler logits.
+        hccl_groups: the HCCL buffer of each communication group the rank belongs to, MB
+            (:func:`~ascendflow.compiler.memory.overheads.hccl_buffers_mb`); named in the non-torch label.
     """
     labels: dict[str, str] = {}
     if not platform_for(hw.kind).profiles_memory:
@@ -80,7 +90,8 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
                                          + (POOLING if pooling else ""))
     if platform_for(hw.kind).ascend_config:
         labels["kv_cache.fits"] = BOUNDARY
-    labels["memory.non_torch_bytes"] = NON_TORCH
+    groups = " + ".join(f"{name} {mb} MB" for name, mb in (hccl_groups or {}).items()) or "none on this rank"
+    labels["memory.non_torch_bytes"] = NON_TORCH.format(groups)
     if cudagraph_mode != "NONE":
         labels["memory.graph_bytes"] = GRAPH_PROFILED if graph_profiled else GRAPH
     if hw.runtime_reserved_bytes:

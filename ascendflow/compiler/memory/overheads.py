@@ -23,7 +23,8 @@ GRAPH_OVERHEAD_BYTES = 128 * 1024
 
 
 def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_tokens: int, max_num_seqs: int,
-                     dtype_bytes: int, pooling: bool = False) -> int:
+                     dtype_bytes: int, pooling: bool = False, logits_model_dtype: bool = False,
+                     swiglu_fp32: bool = False) -> int:
     """Peak activation of vLLM's profiling run (dummy forward at ``max_num_batched_tokens``, then the sampler at
     ``max_num_seqs``), first-order model.
 
@@ -40,8 +41,15 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
 
     Per token: the residual and hidden states (4 × hidden), the QKV output of this rank, and the widest MLP
     intermediate (dense: 2 × intermediate / TP; MoE: top-k routed copies of 2 × moe_intermediate, split by TP × DP
-    without expert parallel (``FusedMoEParallelConfig.make``); an upper bound, as if every copy ran on this rank). Sampler: fp32 logits over the full
-    vocabulary for ``max_num_seqs`` rows, on the last PP stage. Bytes.
+    without expert parallel (``FusedMoEParallelConfig.make``); an upper bound, as if every copy ran on this rank). Sampler: logits over the full
+    vocabulary for ``max_num_seqs`` rows, on the last PP stage, 4 B each (vLLM's dummy sampler run casts them to
+    float32). ``logits_model_dtype`` (``EngineRules.profile_logits == "model_dtype"``, vllm-ascend v0.11.0): the
+    profile run only computes them, in the model dtype, and at TP > 1 the rank's vocabulary shard of the LM head
+    output lives beside the all-gathered logits (vLLM 0.11 ``LogitsProcessor._gather_logits``: all-gather on NPU,
+    ``NPUPlatform.use_all_gather``): ``rows × (vocab + vocab / TP) × dtype``. ``swiglu_fp32``
+    (``EngineRules.p310_swiglu_fp32`` on a 310P): the dense MLP's SwiGLU input is copied to float32 and its output is
+    float32 (vllm-ascend v0.11.0 ``ops/activation.py`` ``AscendSiluAndMul.forward_oot``), + ``12 × intermediate / TP``
+    bytes per token (the 310P's MoE experts, ``moe_mlp.py``, do the same and are not counted). Bytes.
     """
     tp = layout.tp
     heads = a.num_attention_heads // tp
@@ -53,7 +61,13 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
         inter = (a.moe_intermediate_size or 0) // (1 if layout.ep > 1 else tp * layout.dp)  # TP × DP without EP
         moe = (a.num_experts_per_tok or 1) * 2 * inter
     per_token = (4 * a.hidden_size + qkv + max(dense, moe)) * dtype_bytes
-    logits = max_num_seqs * a.vocab_size * 4 if layout.last_stage and not pooling else 0
+    if swiglu_fp32 and dense:  # float32 copy of the [2 × I] input (8 I B) + float32 [I] output (4 I B)
+        per_token += 6 * dense
+    if logits_model_dtype:
+        logits = max_num_seqs * (a.vocab_size + (a.vocab_size // tp if tp > 1 else 0)) * dtype_bytes
+    else:
+        logits = max_num_seqs * a.vocab_size * 4
+    logits = logits if layout.last_stage and not pooling else 0
     return max_num_batched_tokens * per_token + logits
 
 

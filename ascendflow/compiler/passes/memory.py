@@ -85,7 +85,9 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
         weights += draft if layout.last_stage else 0
         activation = activation_bytes(arch, layout, max_num_batched_tokens=limits.max_num_batched_tokens,
                                       max_num_seqs=limits.max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype],
-                                      pooling=runner_option(eng.extra_args) == "pooling")
+                                      pooling=runner_option(eng.extra_args) == "pooling",
+                                      logits_model_dtype=rules.profile_logits == "model_dtype",
+                                      swiglu_fp32=rules.p310_swiglu_fp32 and hw.soc == "310p")
         if tower:  # the encoder's dummy images in the profile run (vision_profile.py; None: family not planned)
             activation += _encoder_extra(spec, arch, limits, activation, DTYPE_BYTES[dtype]) or 0
         if platform_for(hw.kind).ascend_config:  # the NPU MoE dispatcher's rows (fitted copies, overheads.py)

@@ -82,6 +82,18 @@ class EngineRules(BaseModel):
         p310_kv_halved: Atlas 300I Duo (310P) has its own budget, ``(requested − non-KV memory −
             non_torch_memory_cleared_by_empty_cache) // 2``, and no ``kv_cache_memory_bytes`` path
             (``_310p/worker_310p.py`` ``determine_available_memory``, every tag from v0.18.0).
+        profile_logits: what the profile run keeps of the sampler step on the last PP stage (the activation's
+            logits term, :func:`~ascendflow.compiler.memory.overheads.activation_bytes`). ``model_dtype``: vllm-ascend
+            v0.11.0 ``worker/model_runner_v1.py`` ``NPUModelRunner.profile_run`` computes the logits of
+            ``max_num_seqs`` rows (``self.model.compute_logits(hidden_states[logit_indices])``, "TODO: need to rum a
+            dummy sampler") and runs no sampler: ``max_num_seqs × vocab`` in the model dtype. ``sampler_fp32``
+            (v0.13.0 on, and vLLM's own runner on the CPU/CUDA rows): ``profile_run`` ends in vLLM's
+            ``GPUModelRunner.profile_run`` → ``_dummy_sampler_run``, whose sampler casts the logits to float32.
+        p310_swiglu_fp32: on the 310P the dense MLP's SwiGLU runs in float32 (vllm-ascend v0.11.0 … v0.13.0
+            ``ops/activation.py`` ``AscendSiluAndMul.forward_oot``: ``npu_swiglu(x.to(torch.float32)).to(
+            torch.float16)``): a float32 copy of the ``[tokens, 2 × intermediate / TP]`` input and a float32
+            ``[tokens, intermediate / TP]`` output live beside the fp16 input at the profile run's MLP peak. From
+            v0.18.0 the 310P has its own ``_310p/ops/activation.py`` (plain ``npu_swiglu(x)``): ``false``.
         startup_free_memory_check: the worker refuses to start when free memory is below
             ``total × gpu_memory_utilization``.
         hccl_reuse_same_ranks: groups with the same ranks and default options share one HCCL communicator
@@ -248,6 +260,8 @@ class EngineRules(BaseModel):
     graph_memory_profiled: bool
     p310_kv_halved: bool
     startup_free_memory_check: bool
+    profile_logits: Literal["sampler_fp32", "model_dtype"] = "sampler_fp32"
+    p310_swiglu_fp32: bool = False
     hccl_buffers: Literal["per_group", "none"]
     hccl_reuse_same_ranks: bool
     swa_in_flight_batches: int = Field(ge=1)
