@@ -75,7 +75,14 @@ MODELS: dict[str, str] = {
     "qwen3-0.6b": "qwen3_0_6b", "qwen3-4b": "qwen3_4b", "deepseek-v3.1": "deepseek_r1", "deepseek-v3": "deepseek_r1",
     "deepseek-r1": "deepseek_r1", "deepseek-r1-0528": "deepseek_r1", "kimi-k2-instruct": "kimi_k2",
     "deepseek-v3.2": "deepseek_r1", "deepseek-v3.1-terminus": "deepseek_r1",
+    # MiniMax-M2.7 has MiniMax-M2.5's config.json shape fields (conf/model/minimax_m2_5.yaml): one option, one family
+    "minimax-m2.5": "minimax_m2_5", "minimax-m2.7": "minimax_m2_5",
 }
+#: Options whose W8A8 checkpoints quantize every projection W8A8_DYNAMIC (``quantization=w8a8_dynamic_ascend``; the
+#: others: ``w8a8_ascend``, static attention). MiniMax-M2: msModelSlim ``lab_practice/minimax_m2/minimax_m27_w8a8.yaml``
+#: (QuaRot, then per-channel int8 weights and per-token int8 activations on ``*self_attn*`` and the experts; verified
+#: on vllm-ascend A3).
+DYNAMIC_W8A8 = ("qwen3_30b_a3b", "qwen3_235b_a22b", "deepseek_r1", "kimi_k2", "minimax_m2_5")
 #: Catalogue options that stand in for a model with the same shape fields but a different attention; the row says so.
 PROXIES = {"deepseek-v3.2": "DeepSeek-V3.2 = DeepSeek-V3.1 shapes + DSA sparse attention (lightning indexer, top-2048 "
                             "keys): planned as deepseek_r1, its attention priced dense"}
@@ -337,8 +344,7 @@ def express(case: dict[str, Any], hardware: str | None, software: str) -> tuple[
     if q == "ascend" or quant in ("W8A8", "INT8"):
         if quant in ("W4A8", "W4A4", "W8A8C8", "MXFP8", "FP8"):
             missing.append(f"quantization {quant} (no ascendflow quantization option)")
-        ov.append("quantization=w8a8_dynamic_ascend" if model in ("qwen3_30b_a3b", "qwen3_235b_a22b", "deepseek_r1",
-                                                                  "kimi_k2") else "quantization=w8a8_ascend")
+        ov.append("quantization=w8a8_dynamic_ascend" if model in DYNAMIC_W8A8 else "quantization=w8a8_ascend")
     comp = flags.pop("--compilation-config", None)
     graph = "full_and_piecewise"
     if flags.pop("--enforce-eager", False):

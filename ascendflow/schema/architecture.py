@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ascendflow.schema.errors import ConfigError, format_validation_error
 from ascendflow.schema.bounds import MAX_ENV_INT, MAX_EXPERTS, MAX_LAYERS, MAX_TOKENS, MAX_WIDTH
@@ -18,6 +18,13 @@ _DTYPE_NAMES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16",
 #: ``Qwen3NextMultiTokenPredictor``: ``num_mtp_layers = getattr(config, "num_nextn_predict_layers", 1)`` (the public
 #: Qwen3-Next-80B-A3B config.json carries no such key; vllm-ascend's Qwen3-Next tutorial runs ``qwen3_next_mtp``).
 DEFAULT_MTP_LAYERS: dict[str, int] = {"qwen3_next": 1}
+
+#: Model types whose config names the routed experts ``num_local_experts`` and gives their width as
+#: ``intermediate_size``, every decoder layer a MoE layer with no dense MLP: MiniMax-M2 / M2.5 / M2.7 (vLLM 0.32.0
+#: ``model_executor/models/minimax_m2.py``: ``MiniMaxM2MoE`` builds ``FusedMoE(num_experts=num_local_experts,
+#: intermediate_size=intermediate_size)`` in each ``MiniMaxM2DecoderLayer``; transformers ``MiniMaxM2Config``
+#: ``attribute_map = {"num_experts": "num_local_experts"}``).
+LOCAL_EXPERT_MOE_TYPES = ("minimax_m2",)
 
 class ModelArchitecture(BaseModel):
     """The architecture fields the compiler needs, with Hugging Face ``config.json`` names.
@@ -65,6 +72,8 @@ class ModelArchitecture(BaseModel):
     draft_vocab_size: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     target_hidden_size: int | None = Field(default=None, ge=1, le=MAX_WIDTH)
     topk_method: str | None = None
+    #: MiniMax-M2: the router's float32 ``e_score_correction_bias`` (vLLM ``minimax_m2.py`` ``MiniMaxM2MoE``).
+    use_routing_bias: bool | None = None
     attention_bias: bool = False
     # Per-layer KV layout (ascendflow/compiler/memory/kv_specs.py reads these; names as in the HF configs)
     sliding_window: int | None = None
@@ -138,6 +147,20 @@ class ModelArchitecture(BaseModel):
     #: ``preprocessor_config.json``, read by the model-resolution layer (:mod:`ascendflow.models.resolve`), not a
     #: ``config.json`` field; ``None``: not given (the planner uses the family default).
     processor_max_pixels: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _local_expert_moe(cls, data: Any) -> Any:
+        """MiniMax-M2 (:data:`LOCAL_EXPERT_MOE_TYPES`): ``num_experts`` := ``num_local_experts``,
+        ``moe_intermediate_size`` := ``intermediate_size``, ``first_k_dense_replace`` := 0, as vLLM builds the model,
+        so the MoE paths that read the generic names (weights, activation and dispatch memory, EP checks, the NPU step
+        model) see its 256 routed experts. Overwritten each time (also under ``model.hf_overrides``): the config's own
+        fields decide."""
+        if isinstance(data, Mapping) and data.get("model_type") in LOCAL_EXPERT_MOE_TYPES \
+                and data.get("num_local_experts"):
+            data = {**data, "num_experts": data["num_local_experts"],
+                    "moe_intermediate_size": data.get("intermediate_size"), "first_k_dense_replace": 0}
+        return data
 
     @classmethod
     def from_hf_config(cls, config: Mapping[str, Any]) -> "ModelArchitecture":
@@ -250,7 +273,8 @@ class ModelArchitecture(BaseModel):
 
     @property
     def has_qk_norm(self) -> bool:
-        """Per-head RMSNorm on Q and K (Qwen3, Qwen3-MoE, Gemma-3)."""
+        """Per-head RMSNorm on Q and K (Qwen3, Qwen3-MoE, Gemma-3); MiniMax-M2's full-width Q/K norm is counted by
+        its own layer (:mod:`ascendflow.compiler.memory.weights_hybrid`)."""
         return self.model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_vl_text",
                                    "qwen3_vl_moe_text")
 

@@ -21,6 +21,8 @@ CONTEXT = {
                            "engine.max_model_len=16384"],
     ("model", "qwen3_235b_a22b"): ["hardware=atlas_800i_a2", "parallel=tp8", "quantization=w8a8_ascend",
                                    "engine.max_model_len=8192"],
+    ("model", "minimax_m2_5"): ["hardware=atlas_800i_a3", "parallel=tp4_dp4_ep", "quantization=w8a8_dynamic_ascend",
+                                "engine.max_model_len=16384"],
     ("model", "qwen3_32b"): ["hardware=atlas_800i_a2", "parallel=tp4", "engine.max_model_len=8192"],
     ("model", "qwen3_30b_a3b"): ["hardware=atlas_800i_a2", "parallel=tp4"],
     ("model", "qwen3_8b"): ["hardware=atlas_800i_a2"],

@@ -12,6 +12,8 @@ them (``vllm/model_executor/models/*.py`` and ``vllm/model_executor/layers/mamba
   its Q/K norm has no weight.
 * Gemma-4 / Gemma-3n (``gemma4.py``, ``gemma3n.py``): per-layer head sizes, KV-shared layers holding only ``q_proj``,
   ``layer_scalar``, per-layer inputs (PLE), AltUp and Laurel.
+* MiniMax-M2 / M2.5 / M2.7 (``minimax_m2.py``): full-width Q/K RMSNorms (``MiniMaxText01RMSNormTP``, weight split
+  by TP), a float32 router and ``e_score_correction_bias``, 256 routed experts, no shared expert.
 
 Sharding follows the layer classes: ``ColumnParallelLinear``/``MergedColumnParallelLinear``/``QKVParallelLinear``
 split output rows by TP, ``RowParallelLinear`` its input columns (its bias replicated), ``ReplicatedLinear``, norms
@@ -254,6 +256,26 @@ def gemma3n_layer(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[
     yield from _per_layer_input(a)
 
 
+def minimax_m2_layer(a: ModelArchitecture, layer: int, layout: Layout) -> Iterator[Tensor]:
+    """``MiniMaxM2DecoderLayer`` (vLLM 0.32.0 ``minimax_m2.py``): two RMSNorms; ``MiniMaxM2Attention`` (``qkv_proj``,
+    ``o_proj``; ``q_norm`` = ``MiniMaxText01RMSNormTP(head_dim × heads)``, its weight split by TP; ``k_norm`` over
+    ``head_dim × kv_heads`` split by TP, or by the KV heads when they are fewer than TP: ``max(1, kv / TP) × head_dim``
+    per rank. vLLM before that split k_norm by TP alone, which differs only when KV heads < TP, by 64 elements per
+    layer at TP 16: not modelled); ``MiniMaxM2MoE``: the router (``GateLinear``/``ReplicatedLinear``,
+    ``params_dtype=torch.float32``, no quant config: float32 whatever the checkpoint), the float32
+    ``e_score_correction_bias`` when ``use_routing_bias``, and ``FusedMoE`` of ``num_local_experts`` experts of
+    width ``intermediate_size``."""
+    h, tp, hd = a.hidden_size, layout.tp, a.attention_head_dim
+    experts = a.num_local_experts or 0
+    yield _norms(h, 2)
+    yield from attention(h, a.num_attention_heads, a.kv_heads, hd, tp, bias=a.attention_bias)
+    yield Tensor("q_norm+k_norm", 1, (a.num_attention_heads // tp + max(1, a.kv_heads // tp)) * hd, "float")
+    yield Tensor("block_sparse_moe.gate (router)", experts, h, "fp32")
+    if a.use_routing_bias:
+        yield Tensor("block_sparse_moe.e_score_correction_bias", 1, experts, "fp32")
+    yield from fused_experts(experts, a.layer_intermediate_size(layer), h, layout)
+
+
 def first_stage_extras(a: ModelArchitecture, layout: Layout) -> Iterator[Tensor]:
     """Model-level tensors beside the embedding (Gemma-3n ``Gemma3nSelfDecoder`` / ``Gemma3nTextModel``): the
     per-layer embedding (``VocabParallelEmbedding`` of ``vocab_size_per_layer_input`` × layers × PLE width),
@@ -284,4 +306,5 @@ FAMILIES: dict[str, Callable[[ModelArchitecture, int, Layout], Iterator[Tensor]]
     "llama4_text": llama4_layer,
     "gemma4_text": gemma4_layer,
     "gemma3n_text": gemma3n_layer,
+    "minimax_m2": minimax_m2_layer,
 }
