@@ -46,7 +46,8 @@ from ascendflow.perfmodel import scheduler  # noqa: E402
 from ascendflow.perfmodel.calibration import CALIBRATION_DIR, load_calibration  # noqa: E402
 from ascendflow.perfmodel.corpus import CI_ROWS, corpus_counts, fit_rows  # noqa: E402
 from ascendflow.perfmodel.npu import NpuConstants, model_class  # noqa: E402
-from ascendflow.perfmodel.predict import interval_class, limits_of, npu_peaks, workload_requests  # noqa: E402
+from ascendflow.perfmodel.predict import (interval_class, limits_of, npu_peaks, workload_prefixes,  # noqa: E402
+                                          workload_requests)
 from ascendflow.perfmodel.npu import npu_step_model  # noqa: E402
 
 PLANS = ROOT / "outputs" / "bench" / "corpus_plans"
@@ -93,7 +94,7 @@ def simulate(plan: dict, spec, calibration: dict, override: dict | None = None) 
     dp = int(plan["engine_args"].get("data_parallel_size") or 1)
     res = scheduler.simulate_dp(workload_requests(w, None), limits_of(plan), step, data_parallel_size=dp,
                                 max_concurrency=w.max_concurrency, request_rate=w.request_rate,
-                                seed=w.seed, request_latency_s=latency)
+                                seed=w.seed, request_latency_s=latency, prefixes=workload_prefixes(w))
     # the means too, for the rows whose source prints mean TTFT/TPOT (``statistic: mean``)
     return {**res.metrics(), "mean_ttft_ms": 1e3 * float(np.mean(res.ttft_s)) if res.ttft_s else 0.0,
             "mean_tpot_ms": 1e3 * float(np.mean(res.tpot_s)) if res.tpot_s else 0.0}

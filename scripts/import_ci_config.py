@@ -400,17 +400,25 @@ def express(case: dict[str, Any], hardware: str | None, software: str) -> tuple[
     for f in flags:
         if f not in IGNORED:
             missing.append(f)
-    ov += ["workload=random", "workload.ignore_eos=true"]
-    if w["input_len"]:
-        ov.append(f"workload.random_input_len={w['input_len']}")
+    if w["prefix_percent"] and w["input_len"]:
+        # a shared prefix of that share of each prompt (AISBench ``*_prefix90_in32768_*``): vLLM's
+        # prefix_repetition dataset, the prefix random_input_len and the rest the suffix; ESTIMATE: one prefix shared
+        # by every prompt (the dataset's prefix count is not in its name)
+        pre = min(max(round(w["input_len"] * w["prefix_percent"] / 100), 1), w["input_len"] - 1)
+        ov += ["workload=prefix_repetition", "workload.ignore_eos=true", f"workload.random_input_len={pre}",
+               f"workload.prefix_suffix_len={w['input_len'] - pre}", "workload.num_prefixes=1"]
+    else:
+        ov += ["workload=random", "workload.ignore_eos=true"]
+        if w["prefix_percent"]:
+            missing.append(f"prefix share {w['prefix_percent']} % of a dataset without an input length")
+        elif w["input_len"]:
+            ov.append(f"workload.random_input_len={w['input_len']}")
     if w["output_len"]:
         ov.append(f"workload.random_output_len={w['output_len']}")
     if w["num_prompts"]:
         ov.append(f"workload.num_prompts={w['num_prompts']}")
     ov.append(f"workload.max_concurrency={w['max_concurrency'] or 'null'}")
     ov.append(f"workload.request_rate={w['request_rate'] if w['request_rate'] else 'inf'}")
-    if w["prefix_percent"]:
-        missing.append(f"prefix share {w['prefix_percent']} % of the dataset (no workload key)")
     return (None if missing else ov), missing
 
 

@@ -22,6 +22,29 @@ Patterson, "Roofline", CACM 52(4), 2009) at *achieved* efficiencies fitted to pu
   unpicked with probability ``1−k/E``); ``B`` counts the tokens of every DP rank, which meet in the EP group's
   dispatch (vllm-ascend ``ops/fused_moe``: MC2 / all-to-all over ``tp × dp`` ranks). Expert weights are spread over
   ``tp × dp`` ranks (vLLM ``FusedMoE``: EP or flattened TP over DP×TP); compute is ``2·B·k·3·H·I / tp`` per rank.
+* **The busiest EP rank sets the MoE layer's time** (expert parallelism): with ``--enable-expert-parallel`` each of
+  the ``R = tp × dp`` ranks holds ``E / R`` whole experts (vLLM ``FusedMoE`` ``determine_expert_map``, linear
+  placement) and the combine (MC2 ``npu_moe_distribute_combine``, or the all-to-all's second exchange;
+  vllm-ascend ``ops/fused_moe/moe_comm_method.py``) returns only when every rank has finished its experts, so a
+  rank reads the weights of the experts hit on the *busiest* rank, not the mean. Each expert is hit with
+  ``p = 1−(1−k/E)^B`` (the occupancy count above), the hits of one rank are ``Binomial(E/R, p)`` (independent
+  experts: an approximation, exact for ``k = 1``), and the expected maximum over ``R`` ranks is
+  ``Σ_{x<E/R} (1 − F(x)^R)`` (order statistics of i.i.d. variables, David & Nagaraja, *Order Statistics*, 3rd ed.,
+  §4.2; :func:`busiest_rank_experts`). No constant: at decode (Kimi-K2, 384 experts, 16 ranks, one token) the
+  busiest rank reads 1.99 experts where the mean is 0.5; at large batches every expert is hit and the factor is 1.
+  Without EP every rank holds a ``1/R`` slice of every expert and the mean is exact.
+* **W4A16 experts dequantize to bf16 inside the grouped matmul** (vllm-ascend ``ops/fused_moe/moe_mlp.py``
+  ``quant_apply_mlp`` at v0.20.2rc1: ``torch_npu.npu_grouped_matmul(..., antiquant_scale, antiquant_offset)``,
+  weight-only "antiquant": the int4 weight is turned into the activation dtype per element, ``scale × (w +
+  offset)``, Ascend C ``AscendAntiQuant``, and multiplied on the bf16 cube). On Atlas A2/A3 the cube (AIC) and
+  vector (AIV) cores are separate and exchange tiles through global memory/L2 (Ascend C "separated architecture"),
+  so the kernel moves the dequantized weights at the activation dtype: the expert weights are priced at
+  ``dtype_bytes`` per element (2 for bf16), not at the 0.625 B they occupy (:data:`ANTIQUANT_EXPERT_SCHEMES`;
+  resident memory stays 0.625 B: :mod:`ascendflow.compiler.memory.quant_bytes`). ESTIMATE (a form, no fitted
+  constant): the Kimi-K2 tutorial rows' TPOT grows 4.2 ms per decode row from 1 to 8 rows, this form with the
+  busiest-rank term 4.2 ms, int4 bytes 1.5 ms (measured error: ``benchmarks/data/perf_corpus_eval.json``, family
+  ``kimi_k2``, out of sample). Consistent in sign with vllm-ascend PR #4541 (weight-only W8A16 linear layers,
+  ``npu_weight_quant_batchmatmul``: half the bytes of bf16, TPOT only 14 % lower at TP2, concurrency 10).
 * **MLA decode on the latent cache with absorbed projections** (DeepSeek-V2 paper, arXiv 2405.04434 §2.1.2;
   vllm-ascend ``attention/mla_v1.py`` ``_forward_decode``): per token and rank, GEMMs ``q_a``, ``q_b``, ``kv_a``,
   ``W_UK`` (``h × nope × kv_lora``), ``W_UV`` (``h × kv_lora × v``) and ``o``; attention reads ``(kv_lora + rope)``
@@ -81,6 +104,9 @@ from ascendflow.perfmodel.steptime import Work
 
 #: Schemes whose activations are quantized to int8, so their GEMMs run on the int8 cube (2× the fp16 peak).
 INT8_ACTIVATION_SCHEMES = ("W8A8", "W8A8_DYNAMIC", "W4A8_DYNAMIC")
+#: Expert schemes whose grouped matmul dequantizes the weights to the activation dtype in the kernel (weight-only
+#: "antiquant" ``npu_grouped_matmul``): priced at the activation dtype's bytes per weight (module docstring).
+ANTIQUANT_EXPERT_SCHEMES = ("W4A16",)
 #: Elementwise passes over the hidden state per layer (2 RMSNorms, rotary, SiLU×mul, 2 residual adds, read+write):
 #: a count of vLLM's Qwen3/Llama decoder-layer ops (``vllm/model_executor/models/qwen3.py``), each ~2 passes.
 ELEMENTWISE_PASSES = 10
@@ -147,6 +173,27 @@ def distinct_experts(experts: int, top_k: int, tokens: float) -> float:
     if not experts:
         return 0.0
     return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def busiest_rank_experts(experts: int, top_k: int, tokens: float, ranks: int) -> float:
+    """Expected distinct experts hit on the busiest of ``ranks`` EP ranks holding ``ceil(experts / ranks)`` experts
+    each, every expert hit independently with ``p = 1−(1−k/E)^B``: ``Σ_{x<n} (1 − F(x)^R)`` for ``F`` the
+    ``Binomial(n, p)`` CDF (module docstring). ``ranks = 1``: :func:`distinct_experts`. 0 for a dense model."""
+    if not experts or tokens <= 0:
+        return 0.0
+    r = max(int(ranks), 1)
+    n = -(-int(experts) // r)
+    p = 1.0 - (1.0 - top_k / experts) ** tokens
+    if r == 1:
+        return n * p
+    if p >= 1.0:
+        return float(n)
+    pmf, cdf, total = (1.0 - p) ** n, 0.0, 0.0
+    for x in range(n):
+        cdf += pmf
+        total += 1.0 - min(cdf, 1.0) ** r
+        pmf *= (n - x) / (x + 1) * p / (1.0 - p)
+    return total
 
 
 def _arch_int(arch: Mapping[str, Any], *names: str, default: int = 0) -> int:
@@ -276,15 +323,22 @@ class NpuStepModel:
         inter = _arch_int(a, "moe_intermediate_size")
         ranks = lay.tp * lay.dp
         global_tokens = t * lay.dp
-        hit = distinct_experts(experts, k, global_tokens) / experts
-        weight = experts * 3 * hidden * inter * bytes_per_weight(lay.expert_scheme, self.dtype_bytes) / ranks * hit
+        # experts whose weights this rank waits on: the busiest EP rank's whole experts, or without EP a 1/ranks
+        # slice of every expert hit (module docstring)
+        read = busiest_rank_experts(experts, k, global_tokens, ranks) if lay.ep else \
+            distinct_experts(experts, k, global_tokens) / ranks
+        per_weight = float(self.dtype_bytes) if lay.expert_scheme in ANTIQUANT_EXPERT_SCHEMES else \
+            bytes_per_weight(lay.expert_scheme, self.dtype_bytes)
+        weight = read * 3 * hidden * inter * per_weight
         rows = t * k / lay.tp
         time = self._roof(2.0 * rows * 3 * hidden * inter, weight + self.dtype_bytes * rows * (2 * hidden + 3 * inter),
                           int8=lay.expert_scheme in INT8_ACTIVATION_SCHEMES)
         shared = _arch_int(a, "n_shared_experts") * inter + _arch_int(a, "shared_expert_intermediate_size")
         if shared:
-            time += self._gemm(t, hidden, 2 * shared // lay.tp, lay.expert_scheme)
-            time += self._gemm(t, shared // lay.tp, hidden, lay.expert_scheme)
+            # W4A16 is a FusedMoE-only method (quant_bytes.py): the shared experts are Linear layers at linear_scheme
+            sch = lay.linear_scheme if lay.expert_scheme in ANTIQUANT_EXPERT_SCHEMES else lay.expert_scheme
+            time += self._gemm(t, hidden, 2 * shared // lay.tp, sch)
+            time += self._gemm(t, shared // lay.tp, hidden, sch)
         time += self._gemm(t, hidden, experts, None)  # router gate (FLOAT in msModelSlim checkpoints)
         if lay.ep:
             ep = ranks

@@ -183,14 +183,29 @@ def workload_requests(workload: WorkloadSpec, chat_lengths: Sequence[tuple[int, 
     return [(workload.random_input_len, workload.random_output_len)] * n
 
 
+def workload_prefixes(workload: WorkloadSpec) -> list[tuple[int, int]] | None:
+    """``(prefix id, prefix tokens)`` per simulated request for a shared-prefix workload, else ``None``:
+    ``prefix_repetition`` sends ``num_prefixes`` prefixes of ``random_input_len`` tokens, each with
+    ``num_prompts // num_prefixes`` random suffixes of ``prefix_suffix_len`` tokens, shuffled (vLLM
+    ``vllm/benchmarks/datasets/datasets.py`` ``PrefixRepetitionRandomDataset.sample``); request ``i`` carries prefix
+    ``i mod num_prefixes`` (the shuffle's order is not reproduced: each prefix is computed once, by its first request,
+    either way)."""
+    if workload.dataset != "prefix_repetition":
+        return None
+    return [(i % workload.num_prefixes, workload.random_input_len) for i in range(simulated_requests(workload))]
+
+
 def limits_of(plan: Mapping[str, Any]) -> EngineLimits:
-    """Scheduler knobs from the plan (``engine_args``, ``kv_cache``)."""
+    """Scheduler knobs from the plan (``engine_args``, ``kv_cache``); prefix caching unless the plan turns it off
+    (vLLM ``EngineArgs``: ``enable_prefix_caching`` ``None`` takes the default, on for generative models,
+    ``vllm/engine/arg_utils.py``)."""
     ea, kv = plan["engine_args"], plan["kv_cache"]
     mla_unchunked = (not platform_for(plan["target"]["kind"]).mla_chunked_prefill
                      and bool(plan["model"]["architecture"].get("kv_lora_rank")))
     return EngineLimits(max_num_seqs=int(ea["max_num_seqs"]), max_num_batched_tokens=int(ea["max_num_batched_tokens"]),
                         num_blocks=int(kv["num_blocks"]), block_size=int(kv["block_size"]),
-                        enable_chunked_prefill=not mla_unchunked and ea.get("enable_chunked_prefill") is not False)
+                        enable_chunked_prefill=not mla_unchunked and ea.get("enable_chunked_prefill") is not False,
+                        enable_prefix_caching=ea.get("enable_prefix_caching") is not False)
 
 
 def predict_metrics(plan: Mapping[str, Any], workload: WorkloadSpec, step: StepModel,
@@ -203,7 +218,8 @@ def predict_metrics(plan: Mapping[str, Any], workload: WorkloadSpec, step: StepM
     dp = int(plan["engine_args"].get("data_parallel_size") or 1)
     return simulate_dp(requests, limits_of(plan), step, data_parallel_size=dp,
                        max_concurrency=workload.max_concurrency, request_rate=workload.request_rate,
-                       seed=workload.seed, request_latency_s=request_latency_s).metrics()
+                       seed=workload.seed, request_latency_s=request_latency_s,
+                       prefixes=workload_prefixes(workload)).metrics()
 
 
 def predicted_capacity(plan: Mapping[str, Any], workload: WorkloadSpec, slo: SloSpec, step: StepModel,

@@ -17,8 +17,18 @@ file as installed):
   chunked prefill a prompt that does not fit the remaining budget stops admission (l. 1161-1169);
 * a request samples a token in the step that computes its last prompt token and in every decode step after; it
   finishes after ``output_len`` tokens (``check_stop``) and frees its blocks. KV blocks: ``ceil(tokens /
-  block_size)`` per request, from ``plan.kv_cache.num_blocks``. Prefix caching is not modelled (random prompts share
-  no prefix), nor ``long_prefill_token_threshold`` (0 by default).
+  block_size)`` per request, from ``plan.kv_cache.num_blocks``. ``long_prefill_token_threshold`` is not modelled
+  (0 by default).
+* prefix caching (``--enable-prefix-caching``, ``EngineLimits.enable_prefix_caching``; requests that share a prefix,
+  ``prefixes=`` ``(prefix id, prefix tokens)`` per request): a waiting request starts with the longest cached run of
+  *full* blocks of its prefix as computed, capped at ``prompt - 1`` tokens (``KVCacheManager.get_computed_blocks``
+  in ``vllm/v1/core/kv_cache_manager.py``: ``max_cache_hit_length = request.num_tokens - 1``,
+  ``find_longest_cache_hit`` over block hashes: only full blocks hash). A prefix's full blocks are cached as soon as
+  a request scheduling them is allocated (``allocate_slots`` caches ``num_computed_tokens + num_new_tokens`` tokens'
+  full blocks), so a request admitted later in the same step already hits them. The hit blocks are shared, not
+  allocated again; once cached, a prefix's blocks stay resident (LRU eviction of a prefix every request touches is
+  not modelled: an approximation when the KV cache is nearly full). A preempted request frees its own blocks and is
+  looked up again when readmitted.
 
 Events, not tokens: a step that admits, prefills, preempts or samples a first token is simulated one by one; between
 such steps, arrivals and finishes the batch is constant (every running request decodes one token per step, nobody can
@@ -66,6 +76,7 @@ class EngineLimits:
     num_blocks: int
     block_size: int
     enable_chunked_prefill: bool = True
+    enable_prefix_caching: bool = False
 
 
 @dataclass(slots=True)
@@ -81,6 +92,9 @@ class _Req:
     blocks: int = 0
     preemptions: int = 0
     received: int = 0
+    prefix: int = -1
+    prefix_len: int = 0
+    shared: int = 0
 
     @property
     def tokens(self) -> int:
@@ -212,7 +226,8 @@ class _DecodeRun:
 def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: StepModel, *,
              max_concurrency: int | None, request_rate: float = math.inf, seed: int = 0,
              request_latency_s: float = 0.0, max_steps: int = 2_000_000,
-             arrivals: Sequence[float] | None = None, received_tokens: int = 0) -> SimResult:
+             arrivals: Sequence[float] | None = None, received_tokens: int = 0,
+             prefixes: Sequence[tuple[int, int]] | None = None) -> SimResult:
     """Run the benchmark ``requests`` (``(prompt_tokens, output_tokens)`` each) through the scheduler model.
 
     ``request_latency_s``: time from the client's send to the engine's waiting queue (HTTP, tokenization, the
@@ -223,16 +238,28 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
     last prompt token is computed (vLLM 0.23.0 ``Scheduler._update_waiting_for_remote_kv``: when every prompt token
     was loaded, ``num_computed_tokens = num_tokens - 1``; vllm-ascend v0.25.1rc1 ``mooncake_connector.py``
     ``get_num_new_matched_tokens`` loads the whole prompt). A preempted request recomputes its prompt locally (the
-    connector loads once). The transfer time itself is not priced.
+    connector loads once). The transfer time itself is not priced. ``prefixes``: ``(prefix id, prefix tokens)`` of
+    each request (``None``: no shared prefix), priced as prefix-cache hits when ``limits.enable_prefix_caching``
+    (module docstring).
 
     Raises:
         ValueError: a prompt cannot fit in the KV cache at all (vLLM would reject it too).
         RuntimeError: more than ``max_steps`` engine steps.
     """
     sent = list(arrivals) if arrivals is not None else arrival_times(len(requests), request_rate, seed)
-    pending = deque(_Req(i, p, max(o, 1), sent[i], received=max(min(received_tokens, p - 1), 0))
-                    for i, (p, o) in enumerate(requests))
     bs = limits.block_size
+    pfx = prefixes if prefixes is not None and limits.enable_prefix_caching else [(-1, 0)] * len(requests)
+    pending = deque(_Req(i, p, max(o, 1), sent[i], received=max(min(received_tokens, p - 1), 0), prefix=pfx[i][0],
+                         prefix_len=pfx[i][1] // bs * bs) for i, (p, o) in enumerate(requests))
+    cached: set[int] = set()  # prefixes whose full blocks are in the cache
+
+    def share(r: _Req, upto: int) -> None:
+        """Cache ``r``'s prefix once its full blocks are scheduled (``upto`` tokens): they leave ``r``'s own blocks
+        for the cache, resident from now on."""
+        if r.prefix >= 0 and r.prefix not in cached and not r.shared and r.prefix_len and upto >= r.prefix_len:
+            cached.add(r.prefix)
+            r.shared = r.prefix_len // bs
+            r.blocks -= r.shared
     for r in pending:
         if _blocks(r.prompt + r.output, bs) > limits.num_blocks:
             raise ValueError(f"request of {r.prompt}+{r.output} tokens needs more than {limits.num_blocks} KV blocks")
@@ -268,7 +295,7 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
             now = max(now, min(([transit[0].sent + request_latency_s] if transit else [])
                                + ([pending[0].sent] if pending and in_flight < cap else [])))
             continue
-        k = _decode_run_length(running, waiting, limits, free, max_steps - steps)
+        k = _decode_run_length(running, waiting, limits, free, max_steps - steps, cached)
         if k:
             run = _DecodeRun(step, [r.computed for r in running], k)
             events = ([transit[0].sent + request_latency_s] if transit else []) + (
@@ -282,7 +309,7 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
             for r in running:
                 c = r.computed = r.computed + k
                 g = r.generated = r.generated + k
-                b = -(-c // bs)
+                b = -(-c // bs) - r.shared
                 free -= b - r.blocks
                 r.blocks = b
                 if g >= r.output:
@@ -295,11 +322,12 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
             while i < len(running) and budget > 0:
                 r = running[i]
                 n = min(r.tokens - r.computed, budget)
-                need = _blocks(r.computed + n, bs) - r.blocks
+                need = _blocks(r.computed + n, bs) - r.blocks - r.shared
                 while need > free:  # preempt the last running request (possibly r itself)
                     victim = running.pop()
                     free += victim.blocks
                     victim.blocks, victim.computed, victim.preemptions = 0, 0, victim.preemptions + 1
+                    victim.shared = 0  # its prefix blocks stay cached; it looks them up again when readmitted
                     waiting.appendleft(victim)
                     preempted, preempted_total = True, preempted_total + 1
                     if victim is r:
@@ -308,6 +336,7 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
                     break
                 free -= need
                 r.blocks += need
+                share(r, r.computed + n)
                 batch.append((r, n))
                 budget -= n
                 i += 1
@@ -315,17 +344,20 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
                 while waiting and budget > 0 and len(running) < limits.max_num_seqs:
                     r = waiting[0]
                     base = r.computed or r.received  # KV received from a prefill instance counts as computed
+                    hit = min(r.prefix_len, (r.prompt - 1) // bs * bs) if not base and r.prefix in cached else 0
+                    base = base or hit
                     n = r.tokens - base
                     if n > budget and not limits.enable_chunked_prefill:
                         break
                     n = min(n, budget)
-                    need = _blocks(base + n, bs) - r.blocks
+                    need = _blocks(base + n, bs) - r.blocks - hit // bs
                     if need > free:
                         break
                     waiting.popleft()
-                    r.computed, r.received = base, 0
+                    r.computed, r.received, r.shared = base, 0, r.shared or hit // bs
                     free -= need
                     r.blocks += need
+                    share(r, base + n)
                     running.append(r)
                     batch.append((r, n))
                     budget -= n
@@ -357,7 +389,7 @@ def simulate(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: St
 
 
 def _decode_run_length(running: list[_Req], waiting: deque[_Req], limits: EngineLimits, free: int,
-                       max_steps: int) -> int:
+                       max_steps: int, cached: set[int] | frozenset[int] = frozenset()) -> int:
     """How many identical decode steps start now (0: the next step must be simulated alone).
 
     A run needs: every running request past its first token with one token to compute, all of them within the token
@@ -389,9 +421,11 @@ def _decode_run_length(running: list[_Req], waiting: deque[_Req], limits: Engine
     if waiting and budget > 0 and n < limits.max_num_seqs:
         w = waiting[0]
         base = w.computed or w.received
+        hit = min(w.prefix_len, (w.prompt - 1) // bs * bs) if not base and w.prefix in cached else 0
+        base = base or hit
         left = w.tokens - base
         if limits.enable_chunked_prefill or left <= budget:
-            if _blocks(base + min(left, budget), bs) - w.blocks <= free - blocks_needed(1):
+            if _blocks(base + min(left, budget), bs) - w.blocks - hit // bs <= free - blocks_needed(1):
                 return 0  # it would be admitted this step
     if blocks_needed(k) > free:  # the longest run whose blocks fit
         lo, hi = 1, k
@@ -407,11 +441,13 @@ def _decode_run_length(running: list[_Req], waiting: deque[_Req], limits: Engine
 
 def simulate_dp(requests: Sequence[tuple[int, int]], limits: EngineLimits, step: StepModel, *,
                 data_parallel_size: int, max_concurrency: int | None, request_rate: float = math.inf,
-                seed: int = 0, request_latency_s: float = 0.0) -> SimResult:
+                seed: int = 0, request_latency_s: float = 0.0,
+                prefixes: Sequence[tuple[int, int]] | None = None) -> SimResult:
     """:func:`simulate` over ``data_parallel_size`` ranks, each with ``limits`` (its own ``max_num_seqs`` and KV
     blocks): request ``i`` goes to rank ``i mod N`` at its send time, and rank ``d`` allows
     ``max_concurrency // N`` requests in flight (plus one for the first ``max_concurrency mod N`` ranks). Per-request
     times are merged in request order; steps are the most of any rank, preemptions and scheduled rows the sum.
+    ``prefixes`` (see :func:`simulate`): each rank caches the prefixes of its own requests (its own KV cache).
 
     With ``max_concurrency`` below ``N`` only ``max_concurrency`` ranks are simulated (the ranks are identical, and
     no more than that many can hold a request at once; an approximation of the round-robin order).
@@ -424,7 +460,7 @@ def simulate_dp(requests: Sequence[tuple[int, int]], limits: EngineLimits, step:
         ranks = max(min(ranks, max_concurrency), 1)
     if ranks == 1:
         return simulate(requests, limits, step, max_concurrency=max_concurrency, request_rate=request_rate,
-                        seed=seed, request_latency_s=request_latency_s)
+                        seed=seed, request_latency_s=request_latency_s, prefixes=prefixes)
     sent = arrival_times(len(requests), request_rate, seed)
     parts = []
     for d in range(ranks):
@@ -433,7 +469,8 @@ def simulate_dp(requests: Sequence[tuple[int, int]], limits: EngineLimits, step:
             continue
         cap = None if max_concurrency is None else max_concurrency // ranks + (d < max_concurrency % ranks)
         parts.append((idx, simulate([requests[i] for i in idx], limits, step, max_concurrency=cap,
-                                    request_latency_s=request_latency_s, arrivals=[sent[i] for i in idx])))
+                                    request_latency_s=request_latency_s, arrivals=[sent[i] for i in idx],
+                                    prefixes=None if prefixes is None else [prefixes[i] for i in idx])))
     lists: dict[str, list[tuple[int, float]]] = {"ttft": [], "tpot": [], "e2el": []}
     for idx, res in parts:
         lists["ttft"] += zip(idx, res.ttft_s)

@@ -225,3 +225,16 @@ def test_interval_reaches_mlflow_metrics_and_the_summary_format():
     assert format_interval(773.0, 932.0, 1997.0, ",.0f", "ms") == \
         "773 ms (932–1,997: above the model's figure, which runs low for this class)"
     assert format_interval(900.0, 500.0, 800.0) == "900 (500–800: below the model's figure, which runs high for this class)"
+
+
+def test_a_prefix_share_dataset_becomes_vllms_prefix_repetition_workload():
+    # AISBench vllm-ascend/GSM8K_prefix90_in32768_*: 90 % of each 32,768-token prompt is the shared prefix
+    case = _case("Qwen3-32B-Int8-A2.yaml")
+    case["bench"] = {**case["bench"], "dataset_path": "vllm-ascend/GSM8K_prefix90_in32768_bs800"}
+    assert ici.workload_of(case["bench"])["prefix_percent"] == 90
+    overrides, missing = ici.express(case, "atlas_800i_a2", "vllm-ascend-0.25.1rc1")
+    assert missing == []
+    assert overrides[-9:] == ["workload=prefix_repetition", "workload.ignore_eos=true",
+                              "workload.random_input_len=29491", "workload.prefix_suffix_len=3277",
+                              "workload.num_prefixes=1", "workload.random_output_len=1500",
+                              "workload.num_prompts=288", "workload.max_concurrency=72", "workload.request_rate=inf"]

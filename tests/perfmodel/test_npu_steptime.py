@@ -166,3 +166,35 @@ def test_a_compiled_step_beyond_the_largest_capture_size_launches_every_op_overl
     # --enforce-eager launches at the fitted per-layer time; a device-bound ungraphed step hides its launches
     assert step(small) == pytest.approx(layers * per_layer + step_s)
     assert step(big, **pw) == pytest.approx(device(big) + step_s) == pytest.approx(step(big))
+
+
+#: Kimi-K2's MoE layer (DeepSeek-V3 shapes, 384 experts, top-8, one shared expert): HF config.json.
+KIMI = {**DENSE, "hidden_size": 7168, "n_routed_experts": 384, "num_experts_per_tok": 8, "moe_intermediate_size": 2048,
+        "n_shared_experts": 1}
+
+
+def test_the_busiest_ep_rank_holds_more_hit_experts_than_the_mean():
+    from ascendflow.perfmodel.npu import busiest_rank_experts
+    # E[max of 16 i.i.d. Binomial(24, p)], p = 1-(1-8/384)^B: 1.98917 at one token (mean 0.5), 7.06841 at eight
+    # (mean 3.72); computed independently with scipy.stats.binom
+    assert busiest_rank_experts(384, 8, 1, 16) == pytest.approx(1.9891693346359682, rel=1e-9)
+    assert busiest_rank_experts(384, 8, 8, 16) == pytest.approx(7.0684104821582, rel=1e-9)
+    assert busiest_rank_experts(384, 8, 5, 1) == pytest.approx(distinct_experts(384, 8, 5), rel=1e-12)
+    assert busiest_rank_experts(384, 8, 1e6, 16) == 24.0  # every expert hit: each rank reads its 24
+    assert busiest_rank_experts(0, 0, 8, 16) == 0.0
+
+
+def test_an_ep_moe_layer_reads_the_busiest_ranks_experts_and_w4a16_experts_move_bf16_bytes():
+    graph = {"full_graph_decode": True, "max_capture_size": 512}
+
+    def mlp(tokens, **layout):
+        return NpuStepModel(KIMI, NpuLayout(tp=16, **graph, **layout), CONSTS, 300e12, 1.6e12)._mlp_s(tokens, False)
+    expert = 3 * 7168 * 2048 * 2  # bytes of one expert's gate/up/down at bf16 (W4A16 dequantized in the kernel)
+    hbm = 0.5 * 1.6e12
+    ep_comm = 2 * (CONSTS.collective_latency_s + 8 * 7168 * 2 * 15 / 16 / 100e9)  # MC2 dispatch + combine, one token
+    # one token: the busiest of 16 EP ranks reads 1.98917 experts, without EP each rank 1/16 of the 8 hit
+    assert mlp(1, ep=True, expert_scheme="W4A16") - mlp(1, expert_scheme="W4A16") == pytest.approx(
+        (1.9891693346359682 - 0.5) * expert / hbm + ep_comm, rel=1e-9)
+    # W4A16 experts are priced at the bf16 bytes their grouped matmul moves: the same MoE layer as bf16 experts
+    assert mlp(8, ep=True, expert_scheme="W4A16") == mlp(8, ep=True)
+    assert mlp(8, ep=True, expert_scheme="W8A8_DYNAMIC") < mlp(8, ep=True)

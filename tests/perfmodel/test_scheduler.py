@@ -96,3 +96,56 @@ def test_request_latency_delays_admission_and_counts_in_ttft():
     res = simulate([(10, 3), (10, 3)], BIG, FixedStep(0.01, []), max_concurrency=1, request_latency_s=0.005)
     assert res.ttft_s == [pytest.approx(0.015), pytest.approx(0.015)]
     assert res.duration_s == pytest.approx(0.07)
+
+
+def test_a_shared_prefix_is_computed_once_and_later_requests_start_at_its_full_blocks():
+    # vLLM KVCacheManager.get_computed_blocks: the longest cached run of full blocks, at most prompt - 1 tokens
+    step = FixedStep(0.01, [])
+    limits = EngineLimits(max_num_seqs=4, max_num_batched_tokens=2048, num_blocks=1000, block_size=16,
+                          enable_prefix_caching=True)
+    # 100-token prefix (6 full blocks = 96 tokens) + 20-token suffix; one request at a time
+    res = simulate([(120, 2)] * 3, limits, step, max_concurrency=1, prefixes=[(0, 100)] * 3)
+    prefills = [b[0] for b in step.seen if b[0][1] > 1]
+    assert prefills == [(0, 120), (96, 24), (96, 24)]
+    assert res.ttft_s == [pytest.approx(0.01)] * 3
+    # without prefix caching (or without prefixes) every prompt is computed whole
+    step2 = FixedStep(0.01, [])
+    simulate([(120, 2)] * 3, limits, step2, max_concurrency=1)
+    assert [b[0] for b in step2.seen if b[0][1] > 1] == [(0, 120)] * 3
+
+
+def test_requests_admitted_in_the_prefix_owners_step_hit_it_and_the_hit_is_capped_below_the_prompt():
+    step = FixedStep(0.01, [])
+    limits = EngineLimits(max_num_seqs=4, max_num_batched_tokens=2048, num_blocks=1000, block_size=16,
+                          enable_prefix_caching=True)
+    # the owner's blocks are cached when allocated, so the second request of the same step already hits them
+    simulate([(120, 2), (120, 2)], limits, step, max_concurrency=2, prefixes=[(0, 100), (0, 100)])
+    assert step.seen[0] == [(0, 120), (96, 24)]
+    # a prompt made of the prefix alone: the hit stops one token short, at the last full block before it (96 -> 80)
+    step = FixedStep(0.01, [])
+    simulate([(96, 2), (96, 2)], limits, step, max_concurrency=1, prefixes=[(0, 96), (0, 96)])
+    assert [b[0] for b in step.seen if b[0][1] > 1] == [(0, 96), (80, 16)]
+
+
+def test_shared_prefix_blocks_are_allocated_once():
+    # 40 blocks of 16: a 320-token prefix (20 blocks) + 32 own tokens each; three requests hold 20 + 3 x (2 + 1) blocks
+    limits = EngineLimits(max_num_seqs=4, max_num_batched_tokens=4096, num_blocks=40, block_size=16,
+                          enable_prefix_caching=True)
+    res = simulate([(352, 8)] * 3, limits, FixedStep(0.01, []), max_concurrency=3, prefixes=[(0, 320)] * 3)
+    assert (res.preemptions, res.ttft_s) == (0, [pytest.approx(0.01)] * 3)  # all three admitted in the first step
+    # without the cache each needs 23 of the 40 blocks: one at a time
+    res = simulate([(352, 8)] * 3, limits, FixedStep(0.01, []), max_concurrency=3)
+    assert res.ttft_s == [pytest.approx(0.01), pytest.approx(0.09), pytest.approx(0.17)]
+
+
+def test_prefix_repetition_requests_carry_their_prefix_and_plans_cache_unless_turned_off():
+    from ascendflow.perfmodel.predict import limits_of, workload_prefixes
+    from ascendflow.schema.workload import WorkloadSpec
+    w = WorkloadSpec(name="p", dataset="prefix_repetition", num_prompts=5, num_prefixes=2, random_input_len=1000)
+    assert workload_prefixes(w) == [(0, 1000), (1, 1000), (0, 1000), (1, 1000), (0, 1000)]
+    assert workload_prefixes(WorkloadSpec(name="r", dataset="random", num_prompts=5)) is None
+    plan = {"engine_args": {"max_num_seqs": 8, "max_num_batched_tokens": 2048}, "kv_cache": {"num_blocks": 100,
+            "block_size": 128}, "target": {"kind": "npu"}, "model": {"architecture": {}}}
+    assert limits_of(plan).enable_prefix_caching is True  # vLLM's default
+    plan["engine_args"]["enable_prefix_caching"] = False
+    assert limits_of(plan).enable_prefix_caching is False

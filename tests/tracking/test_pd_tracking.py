@@ -57,8 +57,8 @@ def test_role_params_and_predictions(pd_run):
     assert metrics == {
         "predicted.prefill.capacity_rps": 41.971, "predicted.prefill.median_ttft_ms": 366.184,
         "predicted.prefill.p99_ttft_ms": 855.912, "predicted.decode.capacity_rps": 161.0989,
-        "predicted.decode.median_tpot_ms": 50.718, "predicted.decode.p99_tpot_ms": 55.34,
-        "predicted.decode.output_throughput": 18566.72, "predicted.pd.prefill_instances": 4.0,
+        "predicted.decode.median_tpot_ms": 50.742, "predicted.decode.p99_tpot_ms": 55.335,
+        "predicted.decode.output_throughput": 18568.416, "predicted.pd.prefill_instances": 4.0,
         "predicted.pd.decode_instances": 1.0, "predicted.pd.planned_throughput_rps": 83.942}
 
 
