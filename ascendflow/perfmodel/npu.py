@@ -99,8 +99,9 @@ INT8_ACTIVATION_SCHEMES = ("W8A8", "W8A8_DYNAMIC", "W4A8_DYNAMIC")
 #: the calibration's ``mtp_accept_length``). Qwen3.5 / Qwen3.6 (``qwen3_5_mtp``): ESTIMATE 1.89 from the public
 #: "golden MTP acceptance length" 3.39 at 3 speculative tokens for Qwen3.5 (sgl-project/sglang PR #35194,
 #: ``docs/cookbook/autoregressive/Qwen/Qwen3.5.mdx``, 2026-08-17; GPU, thinking on), inverted through
-#: :func:`accepted_per_step`: ``(1 − α⁴)/(1 − α) = 3.39`` at ``α = 0.890``. Not fitted to any corpus row; its
-#: grouped leave-one-family-out error is the Qwen3.5 rows' in ``docs/performance_model.md``.
+#: :func:`accepted_per_step`: ``(1 − α⁴)/(1 − α) = 3.39`` at ``α = 0.890``. Not fitted to any corpus row; measured
+#: error (with the rest of the model, grouped leave-one-family-out, 2026-12-04): output tokens/s MAPE 61 % over the
+#: 23 Qwen3.5/3.6 CI rows (``docs/performance_model.md``); no corpus row measures their TPOT or TTFT.
 MTP_ACCEPT_LENGTH: dict[str, float] = {"qwen3_5_moe_text": 1.89, "qwen3_5_text": 1.89}
 #: Gated-DeltaNet flops per token, V head and state element (see the module docstring).
 GDN_FLOPS_PER_STATE_ELEMENT = 8
