@@ -394,7 +394,7 @@ def markdown(result: dict) -> str:
     lines += ["| row | family | class | measured | predicted |", "|---|---|---|---|---|"]
     for r in result["rows"]:
         meas = ", ".join(f"{m} {v:g}" for m, v in r["measured"].items())
-        pred = ", ".join(f"{m} {r['pred'][m]:.4g}" for m in r["measured"]) if "pred" in r else r.get("error", "")
+        pred = ", ".join(f"{m} {r['pred'][m]:.4g}" for m in r["measured"]) if r.get("pred") else r.get("error", "")
         lines.append(f"| {r['id']} | {r['family']} | {r.get('class', '')} | {meas} | {pred} |")
     lines += ["", "What the unexpressible CI rows lack (a row may lack several; "
               "`ascendflow/perfmodel/corpus/ci_rows.json` `unexpressible[].missing`):", "",

@@ -77,12 +77,18 @@ MODELS: dict[str, str] = {
     "deepseek-v3.2": "deepseek_r1", "deepseek-v3.1-terminus": "deepseek_r1",
     # MiniMax-M2.7 has MiniMax-M2.5's config.json shape fields (conf/model/minimax_m2_5.yaml): one option, one family
     "minimax-m2.5": "minimax_m2_5", "minimax-m2.7": "minimax_m2_5",
+    "qwen3.5-397b-a17b": "qwen3_5_397b_a17b", "qwen3.5-122b-a10b": "qwen3_5_122b_a10b",
+    "qwen3.6-35b-a3b": "qwen3_6_35b_a3b",
 }
-#: Options whose W8A8 checkpoints quantize every projection W8A8_DYNAMIC (``quantization=w8a8_dynamic_ascend``; the
-#: others: ``w8a8_ascend``, static attention). MiniMax-M2: msModelSlim ``lab_practice/minimax_m2/minimax_m27_w8a8.yaml``
+#: Catalogue options whose W8A8 checkpoints are msModelSlim W8A8_DYNAMIC throughout (MoE models), and the option of
+#: each msModelSlim scheme the importer expresses. MiniMax-M2: msModelSlim ``lab_practice/minimax_m2/minimax_m27_w8a8.yaml``
 #: (QuaRot, then per-channel int8 weights and per-token int8 activations on ``*self_attn*`` and the experts; verified
 #: on vllm-ascend A3).
-DYNAMIC_W8A8 = ("qwen3_30b_a3b", "qwen3_235b_a22b", "deepseek_r1", "kimi_k2", "minimax_m2_5")
+DYNAMIC_W8A8 = ("qwen3_30b_a3b", "qwen3_235b_a22b", "deepseek_r1", "kimi_k2", "qwen3_5_397b_a17b",
+                "qwen3_5_122b_a10b", "qwen3_6_35b_a3b", "minimax_m2_5")
+QUANT_OPTIONS = {"W4A8": "w4a8_dynamic_ascend"}
+#: vLLM MTP method names whose draft is the target's own MTP layers (ascendflow ``MTP_METHODS``).
+MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "qwen3_5_mtp")
 #: Catalogue options that stand in for a model with the same shape fields but a different attention; the row says so.
 PROXIES = {"deepseek-v3.2": "DeepSeek-V3.2 = DeepSeek-V3.1 shapes + DSA sparse attention (lightning indexer, top-2048 "
                             "keys): planned as deepseek_r1, its attention priced dense"}
@@ -342,9 +348,12 @@ def express(case: dict[str, Any], hardware: str | None, software: str) -> tuple[
         missing.append("--pipeline-parallel-size (PP not predicted)")
     q = flags.pop("--quantization", None)
     if q == "ascend" or quant in ("W8A8", "INT8"):
-        if quant in ("W4A8", "W4A4", "W8A8C8", "MXFP8", "FP8"):
-            missing.append(f"quantization {quant} (no ascendflow quantization option)")
-        ov.append("quantization=w8a8_dynamic_ascend" if model in DYNAMIC_W8A8 else "quantization=w8a8_ascend")
+        if quant in QUANT_OPTIONS:
+            ov.append(f"quantization={QUANT_OPTIONS[quant]}")
+        else:
+            if quant in ("W4A4", "W8A8C8", "MXFP8", "FP8"):
+                missing.append(f"quantization {quant} (no ascendflow quantization option)")
+            ov.append("quantization=w8a8_dynamic_ascend" if model in DYNAMIC_W8A8 else "quantization=w8a8_ascend")
     comp = flags.pop("--compilation-config", None)
     graph = "full_and_piecewise"
     if flags.pop("--enforce-eager", False):
@@ -392,10 +401,16 @@ def express(case: dict[str, Any], hardware: str | None, software: str) -> tuple[
         except json.JSONDecodeError:
             sc = {}
         method, n = sc.get("method"), sc.get("num_speculative_tokens")
-        if method in ("deepseek_mtp", "mtp") and n:
-            ov.append(f"engine.speculative_config={{method:{method},num_speculative_tokens:{int(n)}}}")
+        if method in MTP_METHODS and n:
+            eager = str(sc.get("enforce_eager")).lower()  # CI writes true or "true"
+            extra = ",enforce_eager:true" if eager == "true" else ",enforce_eager:false" if eager == "false" else ""
+            ov.append(f"engine.speculative_config={{method:{method},num_speculative_tokens:{int(n)}{extra}}}")
         else:
             missing.append(f"--speculative-config method {method}")
+    if "--mm-processor-cache-gb" in flags:  # host memory only (model.mm_processor_cache_gb)
+        ov.append(f"model.mm_processor_cache_gb={float(flags.pop('--mm-processor-cache-gb')):g}")
+    if "--mm-encoder-tp-mode" in flags:  # the vision tower's weights per rank (model.mm_encoder_tp_mode)
+        ov.append(f"model.mm_encoder_tp_mode={flags.pop('--mm-encoder-tp-mode')}")
     flags.pop("--additional-config", None)  # vllm-ascend tuning switches: not priced by the step model
     for f in flags:
         if f not in IGNORED:

@@ -36,6 +36,7 @@ MAPPED: dict[str, str] = {
     "async_scheduling": "engine.async_scheduling", "speculative_config": "engine.speculative_config",
     "trust_remote_code": "model.trust_remote_code", "hf_overrides": "model.hf_overrides",
     "limit_mm_per_prompt": "model.limit_mm_per_prompt", "mm_processor_cache_gb": "model.mm_processor_cache_gb",
+    "mm_encoder_tp_mode": "model.mm_encoder_tp_mode",
     "kv_cache_dtype": "quantization.kv_cache_dtype", "port": "run.launch_port",
 }
 #: vLLM dests the importer handles itself (model, graph, quantization, additional config, names).

@@ -84,6 +84,20 @@ Patterson, "Roofline", CACM 52(4), 2009) at *achieved* efficiencies fitted to pu
   :func:`accepted_per_step`); a decode-only step's time is divided by it (the scheduler counts one token per row
   per step). ``α = mtp_accept_length − 1``; default ``mtp_accept_length`` (``s = 1``): 1.85 (the report's 85–90 %
   acceptance of the second token), so ``s = 3`` emits 3.18.
+  The acceptance is a per-family parameter: a model type in :data:`MTP_ACCEPT_LENGTH` takes its own public default
+  instead of the calibration's (Qwen3.5 / Qwen3.6: ESTIMATE, see there).
+* **Hybrid Gated DeltaNet layers** (Qwen3-Next, Qwen3.5: ``layer_types`` / ``full_attention_interval``): only the
+  ``full_attention`` layers run attention over the KV cache (their Q projection doubled by the output gate,
+  ``attn_output_gate``: vLLM 0.32.0 ``qwen3_next.py`` ``Qwen3NextAttention``, ``q_proj`` of ``2 × heads × head_dim``);
+  a ``linear_attention`` layer runs ``QwenGatedDeltaNetAttention`` (vLLM 0.32.0
+  ``layers/mamba/gdn/qwen_gdn_linear_attn.py``): GEMMs ``in_proj_qkvz`` (hidden → 2·key + 2·value dims),
+  ``in_proj_ba`` (hidden → 2 × V heads) and ``out_proj`` (value dims → hidden), split by TP, and the gated delta rule
+  on a recurrent state of ``V heads × head_k × head_v`` per request (``mamba_utils.py``
+  ``gated_delta_net_state_shape``; its bytes the plan's ``kv_cache.mamba_page_bytes``), read and written once per
+  row and step (memory-bound), ``8 · head_k · head_v``
+  flops per token and V head (Yang, Kautz, Hatamizadeh, "Gated Delta Networks", arXiv 2412.06464 eq. 4–5:
+  ``S k``, the rank-1 update, the decay and ``S q``, 2 flops per state element each), plus its conv state
+  ``conv_dim × (kernel − 1)``. The MTP draft layer is a full-attention layer (``qwen3_5_mtp.py``).
 * **Async scheduling** (``--async-scheduling``; vLLM ``vllm/v1/engine/core.py`` ``step_with_batch_queue``): the
   host's per-step time overlaps the device's forward pass: ``max(device, step_overhead_s)`` instead of the sum.
 * **Chunked prefill**: the scheduler cuts prompts to the token budget; a chunk is priced over its cached prefix.
@@ -107,6 +121,19 @@ INT8_ACTIVATION_SCHEMES = ("W8A8", "W8A8_DYNAMIC", "W4A8_DYNAMIC")
 #: Expert schemes whose grouped matmul dequantizes the weights to the activation dtype in the kernel (weight-only
 #: "antiquant" ``npu_grouped_matmul``): priced at the activation dtype's bytes per weight (module docstring).
 ANTIQUANT_EXPERT_SCHEMES = ("W4A16",)
+#: Mean tokens emitted per decode step with one MTP token, by text model type (per-family default; other types take
+#: the calibration's ``mtp_accept_length``). Qwen3.5 / Qwen3.6 (``qwen3_5_mtp``): ESTIMATE 1.89 from the public
+#: "golden MTP acceptance length" 3.39 at 3 speculative tokens for Qwen3.5 (sgl-project/sglang PR #35194,
+#: ``docs/cookbook/autoregressive/Qwen/Qwen3.5.mdx``, 2026-08-17; GPU, thinking on), inverted through
+#: :func:`accepted_per_step`: ``(1 − α⁴)/(1 − α) = 3.39`` at ``α = 0.890``. Not fitted to any corpus row; measured
+#: error (with the rest of the model, grouped leave-one-family-out, 2026-12-04): output tokens/s MAPE 61 % over the
+#: 23 Qwen3.5/3.6 CI rows (``docs/performance_model.md``); no corpus row measures their TPOT or TTFT.
+MTP_ACCEPT_LENGTH: dict[str, float] = {"qwen3_5_moe_text": 1.89, "qwen3_5_text": 1.89}
+#: Gated-DeltaNet flops per token, V head and state element (see the module docstring).
+GDN_FLOPS_PER_STATE_ELEMENT = 8
+#: Model types whose full-attention layers carry an output gate unless ``attn_output_gate`` is false (vLLM
+#: ``qwen3_next.py``: ``getattr(config, "attn_output_gate", True)``).
+GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 #: Elementwise passes over the hidden state per layer (2 RMSNorms, rotary, SiLU×mul, 2 residual adds, read+write):
 #: a count of vLLM's Qwen3/Llama decoder-layer ops (``vllm/model_executor/models/qwen3.py``), each ~2 passes.
 ELEMENTWISE_PASSES = 10
@@ -196,6 +223,20 @@ def busiest_rank_experts(experts: int, top_k: int, tokens: float, ranks: int) ->
     return total
 
 
+def full_attention_layers(arch: Mapping[str, Any]) -> int | None:
+    """Full-attention layers of a Gated-DeltaNet hybrid (``layer_types``, else every ``full_attention_interval``-th
+    layer, as transformers' ``Qwen3NextConfig`` derives them); ``None`` for a model without ``linear_attention``
+    layers (every layer is priced as attention)."""
+    if not arch.get("linear_num_value_heads"):
+        return None
+    layers = int(arch["num_hidden_layers"])
+    kinds = arch.get("layer_types")
+    if kinds:
+        return sum(1 for k in kinds[:layers] if k != "linear_attention")
+    interval = int(arch.get("full_attention_interval") or 0)
+    return layers // interval if interval else None
+
+
 def _arch_int(arch: Mapping[str, Any], *names: str, default: int = 0) -> int:
     for n in names:
         v = arch.get(n)
@@ -220,6 +261,9 @@ class NpuStepModel:
     peak_flops: float
     bandwidth_bps: float
     dtype_bytes: int = 2
+    #: One request's Gated-DeltaNet state on one layer and rank (recurrent + conv state), as the plan's KV pass sizes
+    #: it (``kv_cache.mamba_page_bytes``); 0: from the architecture in the model dtype.
+    gdn_state_bytes: int = 0
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -274,7 +318,23 @@ class NpuStepModel:
             return time
         kv_heads = max(int(a.get("num_key_value_heads") or a["num_attention_heads"]) // lay.tp, 1)
         d = int(a.get("head_dim") or hidden // int(a["num_attention_heads"]))
-        return self._gemm(t, hidden, (heads + 2 * kv_heads) * d, s) + self._gemm(t, heads * d, hidden, s)
+        gate = 2 if a.get("model_type") in GATED_ATTENTION_TYPES and a.get("attn_output_gate") is not False else 1
+        return self._gemm(t, hidden, (gate * heads + 2 * kv_heads) * d, s) + self._gemm(t, heads * d, hidden, s)
+
+    def _gdn(self, t: int, rows: int) -> float:
+        """One Gated-DeltaNet layer's mixer on ``t`` tokens of ``rows`` requests (see the module docstring)."""
+        a, lay, s = self.arch, self.layout, self.layout.linear_scheme
+        hidden = int(a["hidden_size"])
+        nv = max(int(a["linear_num_value_heads"]) // lay.tp, 1)
+        dk, dv = int(a.get("linear_key_head_dim") or 128), int(a.get("linear_value_head_dim") or 128)
+        key = int(a.get("linear_num_key_heads") or 0) * dk // lay.tp
+        value = nv * dv
+        gemms = (self._gemm(t, hidden, 2 * key + 2 * value, s) + self._gemm(t, hidden, 2 * nv, s)
+                 + self._gemm(t, value, hidden, s))
+        state = self.gdn_state_bytes or self.dtype_bytes * (
+            nv * dk * dv + (2 * key + value) * (int(a.get("linear_conv_kernel_dim") or 4) - 1))
+        rule = self._roof(GDN_FLOPS_PER_STATE_ELEMENT * t * nv * dk * dv, 2 * rows * state)
+        return gemms + rule
 
     def _attention_constants(self) -> tuple[int, int, int]:
         """``(KV bytes per cached token, decode flops per cached token, prefill flops per query-key pair)``."""
@@ -380,17 +440,22 @@ class NpuStepModel:
             layers = int(a["num_hidden_layers"])
             experts = _arch_int(a, "n_routed_experts", "num_experts")
             self._memo["layers"] = (int(a["hidden_size"]), layers, experts,
-                                    min(_arch_int(a, "first_k_dense_replace"), layers) if experts else layers)
-        hidden, layers, experts, dense_layers = self._memo["layers"]
+                                    min(_arch_int(a, "first_k_dense_replace"), layers) if experts else layers,
+                                    full_attention_layers(a))
+        hidden, layers, experts, dense_layers, full_layers = self._memo["layers"]
         tp_spans = lay.nodes > 1 and lay.tp > lay.devices_per_node
         act = t * hidden * self.dtype_bytes
+        rest = self._roof(0.0, ELEMENTWISE_PASSES * act) + self._all_reduce(act, lay.tp, tp_spans)
         common = (self._attention_gemms(t, decode * (1 + lay.spec_tokens))
-                  + self._attention(ctx, prefill_flops, prefill_kv_tokens)
-                  + self._roof(0.0, ELEMENTWISE_PASSES * act) + self._all_reduce(act, lay.tp, tp_spans))
+                  + self._attention(ctx, prefill_flops, prefill_kv_tokens) + rest)
+        # a Gated-DeltaNet hybrid: the mixer of its linear-attention layers (all MoE or all dense alike in Qwen3-Next
+        # and Qwen3.5, so the mean mixer over the layers is priced on each)
+        mixer = common if full_layers is None else \
+            (full_layers * common + (layers - full_layers) * (self._gdn(t, rows) + rest)) / layers
         moe_reduce = 0.0 if lay.ep else self._all_reduce(act, lay.tp, tp_spans)
-        time = dense_layers * (common + self._mlp(t, True) + self._all_reduce(act, lay.tp, tp_spans))
+        time = dense_layers * (mixer + self._mlp(t, True) + self._all_reduce(act, lay.tp, tp_spans))
         if layers > dense_layers:
-            time += (layers - dense_layers) * (common + self._mlp(t, False) + moe_reduce)
+            time += (layers - dense_layers) * (mixer + self._mlp(t, False) + moe_reduce)
         vocab = -(-int(a["vocab_size"]) // lay.tp)
         head = ("lm_head", rows)
         if head not in self._memo:
@@ -416,7 +481,8 @@ class NpuStepModel:
         # step_with_batch_queue), so the host's per-step time is hidden up to the device time
         time = max(time, c.step_overhead_s) if lay.async_scheduling else time + c.step_overhead_s
         if lay.spec_tokens and decode == rows:
-            time /= accepted_per_step(lay.spec_tokens, c.mtp_accept_length)
+            time /= accepted_per_step(lay.spec_tokens, MTP_ACCEPT_LENGTH.get(a.get("model_type"),
+                                                                             c.mtp_accept_length))
         return time
 
 
@@ -456,4 +522,4 @@ def npu_step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], constan
     dtype_bytes = 4 if str(plan["engine_args"].get("dtype")) == "float32" else 2
     return NpuStepModel(plan["model"]["architecture"], layout_of(plan, quantization), constants,
                         float(hardware["peak_tflops_bf16"]) * 1e12, float(hardware["memory_bandwidth_gbps"]) * 1e9,
-                        dtype_bytes)
+                        dtype_bytes, int((plan.get("kv_cache") or {}).get("mamba_page_bytes") or 0))

@@ -38,6 +38,10 @@ class ModelSpec(Spec):
         mm_processor_cache_gb: the multimodal processor cache in GiB (``--mm-processor-cache-gb``, vLLM
             ``MultiModalConfig.mm_processor_cache_gb``, default 4): host memory in the API-server and engine-core
             processes, not device memory. ``None``: vLLM's default.
+        mm_encoder_tp_mode: how the vision encoder uses tensor parallelism (``--mm-encoder-tp-mode``, vLLM 0.32.0
+            ``config/multimodal.py`` ``MultiModalConfig.mm_encoder_tp_mode``, default ``weights``): ``weights``
+            splits its layers by the text TP, ``data`` replicates them on every rank (``disable_tp``) and splits the
+            images instead; the plan's vision weights follow it. ``None``: vLLM's default.
         served_model_name: the name the server answers to (``--served-model-name``) and the benchmark client asks
             for; ``None``: ``id``.
     """
@@ -51,6 +55,7 @@ class ModelSpec(Spec):
     hf_overrides: dict[str, Any] | None = None
     limit_mm_per_prompt: dict[str, int | dict[str, int]] | None = None
     mm_processor_cache_gb: float | None = Field(default=None, ge=0, le=MAX_BYTES / 2**30)  # ≤ 1 PiB, as bytes
+    mm_encoder_tp_mode: Literal["weights", "data"] | None = None
     served_model_name: str | None = Field(default=None, min_length=1, max_length=256)
 
     @property

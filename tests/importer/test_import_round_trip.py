@@ -43,6 +43,7 @@ CI = {
     "ci_configs/Qwen3-32B-Int8.yaml": {
         "Qwen3-32B-W8A8-aclgraph-a3": (QUANT, []), "Qwen3-32B-W8A8-single-a3": (QUANT, [])},
     "ci_configs/Qwen3-8B-w8a8sc-310p.yaml": {"qwen3-8b": (QUANT, [])},
+    "ci_configs/Qwen3.5-122B-A10B-W8A8-A3.yaml": {"Qwen3.5-122B-A10B-W8A8-A3": (QUANT, [])},
 }
 DP_LAUNCH = ["--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-size-local",
              "--data-parallel-start-rank"]

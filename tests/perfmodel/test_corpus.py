@@ -84,13 +84,40 @@ def test_hardware_comes_from_the_workflow_runner_then_the_file():
 
 def test_unexpressible_cases_name_the_missing_knob():
     case = _case("Qwen3-8B-w8a8sc-310p.yaml")
-    case = {**case, "model": "Eco-Tech/Qwen3.5-397B-A17B-w8a8-mtp",
-            "argv": [case["argv"][0] + ["--speculative-config", '{"method": "qwen3_5_mtp", "num_speculative_tokens": 3}',
-                                         "--mm-encoder-tp-mode", "data"]]}
+    case = {**case, "model": "Eco-Tech/Qwen3.6-27B-w8a8",
+            "argv": [case["argv"][0] + ["--speculative-config", '{"method": "dflash", "num_speculative_tokens": 3}',
+                                         "--mm-processor-cache-type", "shm"]]}
     overrides, missing = ici.express(case, "atlas_800i_a3", "vllm-ascend-0.25.1rc1")
     assert overrides is None
-    assert missing == ["model Eco-Tech/Qwen3.5-397B-A17B-w8a8-mtp (no conf/model option)",
-                       "--speculative-config method qwen3_5_mtp", "--mm-encoder-tp-mode"]
+    assert missing == ["model Eco-Tech/Qwen3.6-27B-w8a8 (no conf/model option)",
+                       "--speculative-config method dflash", "--mm-processor-cache-type"]
+
+
+def test_qwen3_5_config_expresses_its_mtp_w8a8_and_multimodal_flags():
+    # vllm-ascend tests/e2e/nightly/single_node/models/configs/Qwen3.5-122B-A10B-W8A8-A3.yaml@1f95052cb43a
+    case = _case("Qwen3.5-122B-A10B-W8A8-A3.yaml")
+    assert (case["case"], case["model"], case["bench"]["baseline"]) == (
+        "Qwen3.5-122B-A10B-W8A8-A3/perf", "Eco-Tech/Qwen3.5-122B-A10B-w8a8-mtp", 1110.187)
+    sizes = ("1,4,8,12,16,24,32,48,56,64,72,84,96,108,112,128,160,172,196,200,212,232,256,160,172,196,200,212,232,"
+             "256,272,288,312,328,344,360,384,400,416,432,448,480,512")
+    assert ici.express(case, "atlas_800i_a3", "vllm-ascend-0.25.1rc1") == ([
+        "hardware=atlas_800i_a3", "hardware.software=vllm-ascend-0.25.1rc1", "model=qwen3_5_122b_a10b",
+        "parallel.tensor_parallel_size=4", "parallel.data_parallel_size=1", "parallel.enable_expert_parallel=true",
+        "parallel.nodes=1", "quantization=w8a8_dynamic_ascend", "graph=full_decode_only",
+        f"graph.cudagraph_capture_sizes=[{sizes}]", "engine.max_num_seqs=128", "engine.max_model_len=131072",
+        "engine.max_num_batched_tokens=16384", "engine.gpu_memory_utilization=0.9",
+        "engine.speculative_config={method:qwen3_5_mtp,num_speculative_tokens:3,enforce_eager:true}",
+        "model.mm_processor_cache_gb=0", "workload=random", "workload.ignore_eos=true",
+        "workload.random_input_len=3500", "workload.random_output_len=1500", "workload.num_prompts=320",
+        "workload.max_concurrency=80", "workload.request_rate=inf"], [])
+    # a W4A8 export and --mm-encoder-tp-mode (the 122B W4A8 A3 config's flags)
+    w4 = {**case, "model": "Eco-Tech/Qwen3.5-122B-A10B-w4a8",
+          "argv": [case["argv"][0] + ["--mm-encoder-tp-mode", "data"]]}
+    overrides, missing = ici.express(w4, "atlas_800i_a3", "vllm-ascend-0.25.1rc1")
+    assert missing == []
+    assert "quantization=w4a8_dynamic_ascend" in overrides and "model.mm_encoder_tp_mode=data" in overrides
+    assert ici.model_option("Eco-Tech/Qwen3.6-35B-A3B-w8a8") == ("qwen3_6_35b_a3b", "W8A8")
+    assert ici.family_of("Eco-Tech/Qwen3.5-397B-A17B-w4a8-mtp") == "qwen3.5-397b-a17b"
 
 
 def test_every_kept_out_source_is_excluded_and_nothing_else():

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from ascendflow.perfmodel.calibration import load_calibration
-from ascendflow.perfmodel.npu import (NpuConstants, NpuLayout, NpuStepModel, bytes_per_weight, distinct_experts,
-                                      model_class)
+from ascendflow.perfmodel.npu import (MTP_ACCEPT_LENGTH, NpuConstants, NpuLayout, NpuStepModel, accepted_per_step,
+                                      bytes_per_weight, distinct_experts, full_attention_layers, model_class)
 from ascendflow.perfmodel.steptime import Work
 
 DENSE = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 8,
@@ -198,3 +198,39 @@ def test_an_ep_moe_layer_reads_the_busiest_ranks_experts_and_w4a16_experts_move_
     # W4A16 experts are priced at the bf16 bytes their grouped matmul moves: the same MoE layer as bf16 experts
     assert mlp(8, ep=True, expert_scheme="W4A16") == mlp(8, ep=True)
     assert mlp(8, ep=True, expert_scheme="W8A8_DYNAMIC") < mlp(8, ep=True)
+
+#: A toy Qwen3.5-MoE text model: 4 layers, every 4th full attention (one), Gated DeltaNet on the other three.
+QWEN35 = {**MOE, "model_type": "qwen3_5_moe_text", "num_key_value_heads": 2, "head_dim": 256,
+          "full_attention_interval": 4, "linear_num_key_heads": 4, "linear_num_value_heads": 8,
+          "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+          "shared_expert_intermediate_size": 768}
+
+
+def test_qwen3_5_mtp_takes_its_family_acceptance_not_the_calibration():
+    batch = [Work(100, 1)] * 4
+    layout = NpuLayout(full_graph_decode=True, max_capture_size=512, spec_tokens=3)
+    at = {c: NpuStepModel(QWEN35, layout, replace(CONSTS, mtp_accept_length=c), 300e12, 1.6e12).step_s(batch)
+          for c in (1.85, 1.2)}
+    assert at[1.85] == at[1.2]  # the family default (1.89), whatever the calibration says
+    other = {**QWEN35, "model_type": "qwen3_moe"}
+    assert NpuStepModel(other, layout, CONSTS, 300e12, 1.6e12).step_s(batch) != NpuStepModel(
+        other, layout, replace(CONSTS, mtp_accept_length=1.2), 300e12, 1.6e12).step_s(batch)
+    assert MTP_ACCEPT_LENGTH["qwen3_5_moe_text"] == 1.89
+    assert accepted_per_step(3, 1.89) == pytest.approx(3.387, abs=1e-3)  # the public 3.39 at 3 tokens
+
+
+def test_gated_deltanet_layers_read_their_state_not_the_kv_cache():
+    # decode over a long context: only the one full-attention layer of four reads the KV cache, so a hybrid step
+    # grows with the context a quarter as fast as the same model priced as attention on every layer
+    hybrid = model(QWEN35)
+    attention_only = model({k: v for k, v in QWEN35.items() if not k.startswith("linear_")})
+    grow_h = hybrid.step_s([Work(20_000, 1)] * 8) - hybrid.step_s([Work(10_000, 1)] * 8)
+    grow_a = attention_only.step_s([Work(20_000, 1)] * 8) - attention_only.step_s([Work(10_000, 1)] * 8)
+    assert grow_h == pytest.approx(grow_a / 4, rel=1e-9)
+    # one request's state: 8 V heads x 128 x 128 recurrent + (2 x 512 + 1024) conv channels x 3, in bf16 unless the
+    # plan gives its bytes; read and written once per row: 8 rows x 2 x state at 0.5 x 1.6 TB/s (memory-bound)
+    state = 2 * (8 * 128 * 128 + 2048 * 3)
+    assert replace(hybrid, gdn_state_bytes=state)._gdn(8, 8) == hybrid._gdn(8, 8)
+    assert replace(hybrid, gdn_state_bytes=2 * state)._gdn(8, 8) - hybrid._gdn(8, 8) == pytest.approx(
+        8 * 2 * state / (0.5 * 1.6e12))
+    assert full_attention_layers(QWEN35) == 1 and full_attention_layers(MOE) is None

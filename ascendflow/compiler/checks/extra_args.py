@@ -52,7 +52,7 @@ PLANNED: dict[str, str] = {
     "enforce_eager": "engine.enforce_eager (or graph=eager)",
     "speculative_config": "engine.speculative_config", "async_scheduling": "engine.async_scheduling",
     "hf_overrides": "model.hf_overrides", "limit_mm_per_prompt": "model.limit_mm_per_prompt",
-    "mm_processor_cache_gb": "model.mm_processor_cache_gb",
+    "mm_processor_cache_gb": "model.mm_processor_cache_gb", "mm_encoder_tp_mode": "model.mm_encoder_tp_mode",
     "compilation_config": "graph=<option> (graph.cudagraph_mode, graph.cudagraph_capture_sizes)",
     "kv_cache_dtype": "quantization.kv_cache_dtype", "quantization": "quantization=<option>",
     "additional_config": "ascend.additional_config", "kv_transfer_config": "pd=<option>",

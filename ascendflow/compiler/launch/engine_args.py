@@ -49,6 +49,7 @@ def build_engine_args(spec: RunSpec, rules: EngineRules, *, model_path: str, dty
         "hf_overrides": spec.model.hf_overrides or None,  # laid over config.json (the plan read them the same way)
         "limit_mm_per_prompt": spec.model.limit_mm_per_prompt,
         "mm_processor_cache_gb": spec.model.mm_processor_cache_gb,
+        "mm_encoder_tp_mode": spec.model.mm_encoder_tp_mode,
     }
     if spec.run.profile and platform.profiler_in_scripts and rules.profiler_switch == "profiler_config":
         # vLLM >= 0.13 --profiler-config (vllm-ascend v0.23.0 service_profiling_guide.md); traces are written between

@@ -33,8 +33,18 @@ weights per int32 (0.5 B per element); ``get_dynamic_quant_param`` adds ``weight
 (0.125 B in bf16), so 0.625 B per element and nothing per row (the int32 ``weight_shape`` pair per expert is
 ignored). Activations stay in ``params_dtype`` (A16: the fp16/bf16 cube).
 
-``W8A16`` and ``W4A8_DYNAMIC`` keep the earlier figures (scale + offset as 4 B each per row; int4 packed two per byte):
-*estimates*, not read from the quant methods.
+``W4A8_DYNAMIC`` MoE experts (``AscendW4A8DynamicFusedMoEMethod``, vllm-ascend ``quantization/methods/w4a8.py`` at
+v0.23.0; msModelSlim checkpoints, per-channel: msModelSlim's W4A8 recipes quantize ``*mlp.experts*`` with
+``scope: per_channel``, ``dtype: int4``, ``msmodelslim/lab_practice/qwen3_moe/qwen3-235B-w4a8-v1.yaml``, so
+``group_size`` 0 and no ``*_second`` tensors): ``w13_weight`` / ``w2_weight`` int8 holding two int4 each (``version``
+1.0.0: ``[E, I, H]`` and ``[E, H/2, I]``; older exports int8 per value, packed by ``npu_quantize`` to ``quint4x2``
+after loading), 0.5 B per element once ``pack_to_int32`` has run; per output row ``w13/w2_weight_scale`` become int64
+(``process_scale``: 8 B), ``w13/w2_weight_offset`` stay float32 (4 B) and ``w13/w2_scale_bias`` float32 (4 B, summed
+to one per row by ``update_bias``): 16 B per row. (A per-group export would add 8 B per row per further group of
+``group_size`` inputs; not planned.)
+
+``W8A16`` and ``W4A8_DYNAMIC`` linear layers keep the earlier figures (scale + offset as 4 B each per row; int4
+packed two per byte): *estimates*, not read from the quant methods.
 """
 
 from __future__ import annotations
@@ -51,6 +61,9 @@ ESTIMATED_SCHEMES: dict[str, tuple[float, int]] = {
 }
 #: W4A16 (read from ``w4a16.py``, see the module docstring): int4 packed in int32, scale + offset per group.
 W4A16_GROUP_SIZE = 32
+#: W4A8_DYNAMIC MoE experts (read from ``w4a8.py``, see the module docstring): bytes per output row (int64 scale,
+#: float32 offset, float32 scale_bias).
+W4A8_MOE_ROW_BYTES = 8 + 4 + 4
 
 
 def deq_scale_bytes(dtype: str) -> int:
@@ -65,7 +78,8 @@ def deq_scale_bytes(dtype: str) -> int:
     return DEQ_SCALE_BYTES[dtype]
 
 
-def quant_bytes(rows: int, cols: int, scheme: str, dtype: str, dtype_bytes: int, *, moe_w2: bool = False) -> int:
+def quant_bytes(rows: int, cols: int, scheme: str, dtype: str, dtype_bytes: int, *, moe_w2: bool = False,
+                moe: bool = False) -> int:
     """Resident bytes of one quantized projection of ``rows`` output × ``cols`` input elements on one rank.
 
     Args:
@@ -76,6 +90,7 @@ def quant_bytes(rows: int, cols: int, scheme: str, dtype: str, dtype_bytes: int,
         dtype: model dtype name (``bfloat16``...), the quant methods' ``params_dtype``.
         dtype_bytes: bytes per element of ``dtype``.
         moe_w2: the tensor is a MoE ``w2`` (down) projection: no float32 scale copy.
+        moe: the tensor is a MoE expert projection (``w13`` or ``w2``): ``W4A8_DYNAMIC`` takes its MoE method's bytes.
 
     Returns:
         Bytes.
@@ -92,5 +107,7 @@ def quant_bytes(rows: int, cols: int, scheme: str, dtype: str, dtype_bytes: int,
         return rows * cols + rows * per_row
     if scheme == "W4A16":
         return rows * cols // 2 + 2 * dtype_bytes * rows * (cols // W4A16_GROUP_SIZE)
+    if scheme == "W4A8_DYNAMIC" and (moe or moe_w2):
+        return rows * cols // 2 + rows * W4A8_MOE_ROW_BYTES
     per_elem, per_row = ESTIMATED_SCHEMES[scheme]
     return int(rows * cols * per_elem) + rows * per_row

@@ -1,4 +1,4 @@
-"""Vision encoder of Qwen3-VL / Qwen2.5-VL: its weights per rank and what vLLM's profile run holds for it.
+"""Vision encoder of Qwen3-VL / Qwen2.5-VL / Qwen3.5: its weights per rank and what vLLM's profile run holds for it.
 
 Weights, read from vLLM 0.23.0 ``vllm/model_executor/models/qwen3_vl.py`` (``Qwen3_VisionTransformer``,
 ``Qwen3_VisionBlock``, ``Qwen3_VisionMLP``, ``Qwen3_VisionPatchMerger``, ``Qwen3_VisionPatchEmbed``) and
@@ -40,8 +40,15 @@ from ascendflow.schema.errors import ConfigError
 _DEFAULTS = {
     "qwen3_vl": {"in_channels": 3, "num_position_embeddings": 2304, "deepstack_visual_indexes": [8, 16, 24]},
     "qwen2_5_vl": {"in_channels": 3},
+    # Qwen3.5 / Qwen3.6: vLLM 0.32.0 ``qwen3_5.py`` builds the same ``Qwen3_VisionTransformer``; transformers
+    # ``Qwen3_5MoeVisionConfig`` has no ``deepstack_visual_indexes`` (``qwen3_vl.py``: ``[]`` when absent: no
+    # deepstack mergers) and defaults ``num_position_embeddings`` to 2304.
+    "qwen3_5": {"in_channels": 3, "num_position_embeddings": 2304, "deepstack_visual_indexes": []},
 }
-_FAMILY = {"qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl", "qwen2_5_vl": "qwen2_5_vl"}
+_FAMILY = {"qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_5": "qwen3_5",
+           "qwen3_5_moe": "qwen3_5"}
+#: Families laid out as Qwen3-VL's tower (LayerNorm with bias, patch-embed bias, ``pos_embed``, plain MLP).
+_QWEN3_LAYOUT = ("qwen3_vl", "qwen3_5")
 #: Top-level model types whose vision encoder is planned.
 VISION_MODEL_TYPES = frozenset(_FAMILY)
 
@@ -73,7 +80,7 @@ def vision_tensors(vision_config: Mapping[str, Any], model_type: str, tp: int) -
     _split(c["num_heads"], tp, "num_heads")
     patch = c["in_channels"] * c["temporal_patch_size"] * c["patch_size"] ** 2
     merged = h * c["spatial_merge_size"] ** 2
-    qwen3 = family == "qwen3_vl"
+    qwen3 = family in _QWEN3_LAYOUT
     norm_rows = 2 if qwen3 else 1  # LayerNorm weight + bias / RMSNorm weight
     yield Tensor("patch_embed.proj", h, patch, "float")
     if qwen3:
@@ -193,12 +200,12 @@ def encoder_profile(vision_config: Mapping[str, Any], model_type: str, *, max_to
     per_prompt = max(1, min(limit_per_prompt, max_model_len // tok))
     reqs = max_num_seqs if enable_chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
     items = max(1, min(budget // tok, reqs * per_prompt))
-    levels = 1 + (len(c.get("deepstack_visual_indexes", [])) if family == "qwen3_vl" else 0)
+    levels = 1 + (len(c.get("deepstack_visual_indexes", [])) if family in _QWEN3_LAYOUT else 0)
     output = items * tok * c["out_hidden_size"] * levels * dtype_bytes
     patches = items * tok * c["spatial_merge_size"] ** 2
     pixel = c["in_channels"] * c["temporal_patch_size"] * c["patch_size"] ** 2
     h, inter = c["hidden_size"], c["intermediate_size"]
-    mlp_in = 1 if family == "qwen3_vl" else 2
+    mlp_in = 1 if family in _QWEN3_LAYOUT else 2
     # Estimate: pixels + hidden, residual, norm output and position embeddings (4 h) + qkv (3 h / TP) + attention
     # output (h / TP) + MLP input and activation (mlp_in · inter / TP, twice) alive at once.
     widest = 4 * h + (4 * h + 2 * mlp_in * inter) // tp

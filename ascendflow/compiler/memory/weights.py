@@ -214,7 +214,8 @@ def tensor_bytes(t: Tensor, dtype: str, linear_scheme: str | None, expert_scheme
     scheme = {"linear": linear_scheme, "mlp": mlp, "expert": expert_scheme, "expert_w2": expert_scheme}.get(t.kind)
     if scheme is None:
         return t.rows * t.cols * DTYPE_BYTES[dtype]
-    return quant_bytes(t.rows, t.cols, scheme, dtype, DTYPE_BYTES[dtype], moe_w2=t.kind == "expert_w2")
+    return quant_bytes(t.rows, t.cols, scheme, dtype, DTYPE_BYTES[dtype], moe_w2=t.kind == "expert_w2",
+                       moe=t.kind in ("expert", "expert_w2"))
 
 
 def mla_post_load_bytes(a: ModelArchitecture, layout: Layout, dtype: str, linear_scheme: str | None,

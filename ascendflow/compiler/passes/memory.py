@@ -138,7 +138,8 @@ def _vision_bytes(spec: RunSpec, arch: ModelArchitecture, tp: int, dtype_bytes: 
     data_parallel_size)``, default 4 GiB)."""
     model = spec.model
     if not arch.vision_config:
-        keys = [k for k in ("limit_mm_per_prompt", "mm_processor_cache_gb") if getattr(model, k) is not None]
+        keys = [k for k in ("limit_mm_per_prompt", "mm_processor_cache_gb", "mm_encoder_tp_mode")
+                if getattr(model, k) is not None]
         return 0, [f"model.{k} is ignored: {arch.model_type or 'this model'} is a text model (vLLM builds no "
                    f"multimodal config for it)" for k in keys]
     if arch.outer_model_type not in VISION_MODEL_TYPES:
@@ -154,7 +155,8 @@ def _vision_bytes(spec: RunSpec, arch: ModelArchitecture, tp: int, dtype_bytes: 
         dp = spec.parallel.data_parallel_size  # one API server (ascendflow starts no more) + one engine core per rank
         warnings.append(f"model.mm_processor_cache_gb={cache_gb:g}: {cache_gb:g} GiB of host memory per process × "
                         f"{1 + dp} (API server + {dp} engine core(s)) = {cache_gb * (1 + dp):g} GiB, not device memory")
-    return vision_weight_bytes(arch.vision_config, arch.outer_model_type, tp=tp, dtype_bytes=dtype_bytes), warnings
+    return vision_weight_bytes(arch.vision_config, arch.outer_model_type, tp=tp, dtype_bytes=dtype_bytes,
+                               mm_encoder_tp_mode=model.mm_encoder_tp_mode or "weights"), warnings
 
 
 def _encoder_extra(spec: RunSpec, arch: ModelArchitecture, limits: Limits, text_activation: int,
