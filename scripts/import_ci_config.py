@@ -394,6 +394,12 @@ def express(case: dict[str, Any], hardware: str | None, software: str) -> tuple[
         method, n = sc.get("method"), sc.get("num_speculative_tokens")
         if method in ("deepseek_mtp", "mtp") and n:
             ov.append(f"engine.speculative_config={{method:{method},num_speculative_tokens:{int(n)}}}")
+        elif method == "eagle3" and n and sc.get("model") and re.fullmatch(r"[\w./-]+", str(sc["model"])):
+            # the draft's config.json is not on this machine: the plan prices it from the target's shape (ESTIMATE,
+            # compile.py); its enforce_eager travels with it (the draft's graph mode)
+            eager = ",enforce_eager:true" if sc.get("enforce_eager") is True else ""
+            ov.append(f"engine.speculative_config={{method:eagle3,model:'{sc['model']}',"
+                      f"num_speculative_tokens:{int(n)}{eager}}}")
         else:
             missing.append(f"--speculative-config method {method}")
     flags.pop("--additional-config", None)  # vllm-ascend tuning switches: not priced by the step model
