@@ -390,7 +390,7 @@ def express(case: dict[str, Any], hardware: str | None, software: str) -> tuple[
         try:
             sc = json.loads(spec) if isinstance(spec, str) else spec
         except json.JSONDecodeError:
-            sc = {}
+            sc = {"method": "(not valid JSON: vLLM's parser refuses it)"}
         method, n = sc.get("method"), sc.get("num_speculative_tokens")
         if method in ("deepseek_mtp", "mtp") and n:
             ov.append(f"engine.speculative_config={{method:{method},num_speculative_tokens:{int(n)}}}")
