@@ -399,12 +399,18 @@ def express(case: dict[str, Any], hardware: str | None, software: str) -> tuple[
         try:
             sc = json.loads(spec) if isinstance(spec, str) else spec
         except json.JSONDecodeError:
-            sc = {}
+            sc = {"method": "(not valid JSON: vLLM's parser refuses it)"}
         method, n = sc.get("method"), sc.get("num_speculative_tokens")
         if method in MTP_METHODS and n:
             eager = str(sc.get("enforce_eager")).lower()  # CI writes true or "true"
             extra = ",enforce_eager:true" if eager == "true" else ",enforce_eager:false" if eager == "false" else ""
             ov.append(f"engine.speculative_config={{method:{method},num_speculative_tokens:{int(n)}{extra}}}")
+        elif method == "eagle3" and n and sc.get("model") and re.fullmatch(r"[\w./-]+", str(sc["model"])):
+            # the draft's config.json is not on this machine: the plan prices it from the target's shape (ESTIMATE,
+            # compile.py); its enforce_eager travels with it (the draft's graph mode)
+            eager = ",enforce_eager:true" if sc.get("enforce_eager") is True else ""
+            ov.append(f"engine.speculative_config={{method:eagle3,model:'{sc['model']}',"
+                      f"num_speculative_tokens:{int(n)}{eager}}}")
         else:
             missing.append(f"--speculative-config method {method}")
     if "--mm-processor-cache-gb" in flags:  # host memory only (model.mm_processor_cache_gb)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ascendflow.compiler.checks.memory import check_kv_allocation, check_kv_fits
 from ascendflow.compiler.checks.startup import remote_code_warnings
+from ascendflow.compiler.memory.draft_weights import estimate_label, estimated_eagle3_draft
 from ascendflow.compiler.memory.estimates import plan_estimates
 from ascendflow.compiler.memory.overheads import hccl_buffers_mb
 from ascendflow.compiler.checks.extra_args import mm_kwargs_max_pixels, runner_option
@@ -43,7 +44,10 @@ def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str
         checkpoint: the local checkpoint's tensor inventory; weights are then counted from it, not estimated.
         role: ``prefill`` or ``decode`` when compiling one instance of a PD role
             (:mod:`ascendflow.compiler.deployment`): decode-node weight rules apply to ``decode``; ``None``: co-located.
-        draft: the EAGLE draft's architecture (its ``config.json``) when ``engine.speculative_config`` loads one.
+        draft: the EAGLE draft's architecture (its ``config.json``) when ``engine.speculative_config`` loads one;
+            ``None`` for an ``eagle3`` draft whose ``config.json`` is not on this machine: the draft is then planned
+            from the target's shape (:func:`~ascendflow.compiler.memory.draft_weights.estimated_eagle3_draft`),
+            with a warning and ``plan.draft.estimated`` naming what was assumed (``eagle`` still refuses).
 
     Returns:
         The frozen :class:`Plan`; memory and KV figures are those of the bottleneck device (the PP stage with the
@@ -57,6 +61,11 @@ def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str
     """
     row = software_row(spec.hardware)
     rules = engine_rules(row["row"])
+    sc, draft_notes, estimated = spec.engine.speculative_config, [], False
+    if draft is None and sc is not None and sc.method == "eagle3":
+        draft, estimated = estimated_eagle3_draft(arch), True
+        draft_notes = [f"engine.speculative_config.model={sc.model!r}: {estimate_label(draft)}; point "
+                       f"engine.speculative_config.model at the draft's directory (its config.json then wins)"]
     placed, placement_notes = placement_pass(spec, arch, rules, row["row"], role)
     inputs, input_notes = inputs_pass(spec, arch, rules, row, model_path=model_path, checkpoint=checkpoint,
                                       host_memory_bytes=host.cpu_memory_bytes, host_amx=host.amx, draft=draft)
@@ -69,15 +78,19 @@ def compile_colocated(spec: RunSpec, arch: ModelArchitecture, *, model_path: str
                                      explicit=mem.explicit_kv is not None)
     launch, _ = launch_pass(spec, rules, inputs, graph, kv.memory, mem.explicit_kv, placed,
                             script_block_size(spec, inputs.limits.block_size, kv.kv.block_size))
-    warnings = [*input_notes, *graph_notes, *remote_code_warnings(spec), *memory_notes, *kv_notes, *fit_notes,
+    warnings = [*draft_notes, *input_notes, *graph_notes, *remote_code_warnings(spec), *memory_notes, *kv_notes, *fit_notes,
                 *placement_notes]
+    draft_plan = None
+    if draft is not None and sc is not None and sc.method in ("eagle", "eagle3"):
+        draft_plan = {"architecture": draft.model_dump(exclude_none=True, exclude={"rope_parameters", "rope_scaling"}),
+                      "estimated": estimated, **({"label": estimate_label(draft)} if estimated else {})}
     return _assemble(spec, arch, row, rules, placed, graph, kv, launch, mem.explicit_kv is not None,
-                     checkpoint is not None, warnings)
+                     checkpoint is not None, warnings, draft_plan)
 
 
 def _assemble(spec: RunSpec, arch: ModelArchitecture, row: dict, rules: EngineRules, placed: Placed,
               graph: GraphPlan, kv: KVPass, launch: Launch, explicit_kv: bool, from_checkpoint: bool,
-              warnings: list[str]) -> Plan:
+              warnings: list[str], draft: dict | None = None) -> Plan:
     """The :class:`Plan` of the passes' values; ``plan_hash`` covers the semantic content (no model path, and no
     memory read from this machine: a CPU "device" is a NUMA node, a measurement, not configuration)."""
     hw, eng, par = spec.hardware, spec.engine, spec.parallel
@@ -104,9 +117,13 @@ def _assemble(spec: RunSpec, arch: ModelArchitecture, row: dict, rules: EngineRu
         "kv_cache": kv.kv.model_dump(), "graph": graph.model_dump(),
         **({"engine_defaults": launch.defaults} if launch.defaults else {}),
         **({"extra_args": launch.extra_args} if launch.extra_args else {}),
+        **({"draft": draft} if draft else {}),
     }
+    if draft and draft["estimated"]:
+        estimates = {**estimates, "draft": draft["label"]}
+        draft = {k: v for k, v in draft.items() if k != "label"}
     return Plan(plan_hash=plan_hash(semantic), target=target, model=model, engine_args=launch.engine_args,
                 serve_command=launch.workers[0].command, env=launch.env, workers=launch.workers, memory=kv.memory,
                 kv_cache=kv.kv, graph=graph, stages=kv.stages, warnings=warnings, rules=rules.model_dump(),
                 estimates=estimates, launcher=placed.launcher, placement=placed.nodes,
-                engine_defaults=launch.defaults, extra_args=launch.extra_args)
+                engine_defaults=launch.defaults, extra_args=launch.extra_args, draft=draft)

@@ -232,11 +232,15 @@ class Plan(_Frozen):
     engine_defaults: list[str] = Field(default_factory=list)
     #: ``engine.extra_args`` as argv tokens, appended to every ``vllm serve`` of the plan (hashed).
     extra_args: list[str] = Field(default_factory=list)
+    #: The separate EAGLE / EAGLE-3 draft (hashed when set): ``architecture`` (its ``config.json`` fields, or the
+    #: ESTIMATE from the target's shape) and ``estimated`` (true: no ``config.json`` was on this machine, see
+    #: ``estimates["draft"]``); ``None`` (absent from ``plan.json``) without one.
+    draft: dict[str, Any] | None = None
 
     def to_json(self) -> str:
-        """The plan as pretty JSON (the ``plan.json`` format); unset optional parts (performance, PD roles, empty
+        """The plan as pretty JSON (the ``plan.json`` format); unset optional parts (performance, PD roles, draft, empty
         ``engine_defaults`` / ``extra_args``) absent."""
-        exclude = {k for k in ("performance", "roles", "proxy") if getattr(self, k) is None}
+        exclude = {k for k in ("performance", "roles", "proxy", "draft") if getattr(self, k) is None}
         exclude |= {k for k in ("engine_defaults", "extra_args") if not getattr(self, k)}
         return self.model_dump_json(indent=2, exclude=exclude or None)
 

@@ -98,6 +98,15 @@ Patterson, "Roofline", CACM 52(4), 2009) at *achieved* efficiencies fitted to pu
   flops per token and V head (Yang, Kautz, Hatamizadeh, "Gated Delta Networks", arXiv 2412.06464 eq. 4–5:
   ``S k``, the rank-1 update, the decay and ``S q``, 2 flops per state element each), plus its conv state
   ``conv_dim × (kernel − 1)``. The MTP draft layer is a full-attention layer (``qwen3_5_mtp.py``).
+* **EAGLE-3** (``method: eagle3``; vLLM ``v1/spec_decode/llm_base_proposer.py`` ``propose``, the draft
+  ``model_executor/models/llama_eagle3.py``): the target verifies ``1 + s`` tokens per decode row as for MTP; the
+  draft is a separate one-layer Llama model (``plan.draft``: its ``config.json``, or the ESTIMATE from the target's
+  shape): its first pass runs on every token of the step (``fc``: ``3 × target hidden → hidden`` over the three
+  target hidden states, the layer with its ``qkv_proj`` reading ``2 × hidden``, then the draft LM head over
+  ``draft_vocab_size`` on the rows), and ``s − 1`` more passes at the batch (one token per row: layer + LM head),
+  all in the model dtype at the target's TP. A step without graph replay launches the draft's ``s`` layers from the
+  host too. Tokens per step: :func:`accepted_per_step` at ``eagle3_accept_length`` (ESTIMATE, not fitted:
+  :data:`EAGLE3_ACCEPT_LENGTH`).
 * **Async scheduling** (``--async-scheduling``; vLLM ``vllm/v1/engine/core.py`` ``step_with_batch_queue``): the
   host's per-step time overlaps the device's forward pass: ``max(device, step_overhead_s)`` instead of the sum.
 * **Chunked prefill**: the scheduler cuts prompts to the token budget; a chunk is priced over its cached prefix.
@@ -134,6 +143,15 @@ GDN_FLOPS_PER_STATE_ELEMENT = 8
 #: Model types whose full-attention layers carry an output gate unless ``attn_output_gate`` is false (vLLM
 #: ``qwen3_next.py``: ``getattr(config, "attn_output_gate", True)``).
 GATED_ATTENTION_TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
+#: ``eagle3_accept_length`` default, ESTIMATE (a public measurement, not fitted on any corpus row): vLLM's
+#: acceptance-length test (``tests/v1/spec_decode/test_acceptance_length.py``, MT-Bench, 80 prompts, temperature 0)
+#: expects Llama-3.1-8B-Instruct with RedHatAI's EAGLE-3 speculator at ``num_speculative_tokens = 3`` to emit a mean
+#: 2.60 tokens per step (acceptance per position 0.7296, 0.5208, 0.3545). With i.i.d. acceptance
+#: (:func:`accepted_per_step`) ``1 + α + α² + α³ = 2.60`` gives ``α = 0.717`` (positions 0.717, 0.514, 0.369 against
+#: the measured 0.730, 0.521, 0.355), stored as the mean at ``s = 1``: ``1 + α``. The same test's Qwen3-8B (2.26) and
+#: gpt-oss-20b (2.56) speculators bracket it; the corpus's drafts (MiniMax-M2.5/M2.7, Qwen3-30B/32B) have no public
+#: acceptance figure. Measured error: unmeasured (the corpus rows that run EAGLE-3 score the whole prediction only).
+EAGLE3_ACCEPT_LENGTH = 1.717
 #: Elementwise passes over the hidden state per layer (2 RMSNorms, rotary, SiLU×mul, 2 residual adds, read+write):
 #: a count of vLLM's Qwen3/Llama decoder-layer ops (``vllm/model_executor/models/qwen3.py``), each ~2 passes.
 ELEMENTWISE_PASSES = 10
@@ -163,6 +181,7 @@ class NpuConstants:
     mtp_accept_length: float
     prefill_efficiency: float = 1.0
     eager_full_factor: float = 1.0
+    eagle3_accept_length: float = EAGLE3_ACCEPT_LENGTH
 
 
 @dataclass(frozen=True)
@@ -181,6 +200,8 @@ class NpuLayout:
     max_capture_size: int = 0
     spec_tokens: int = 0
     async_scheduling: bool = False
+    #: ``engine_args.speculative_config.method`` (``""``: none); ``eagle3`` prices the separate draft.
+    spec_method: str = ""
 
 
 def accepted_per_step(spec_tokens: int, accept_length_1: float) -> float:
@@ -264,6 +285,8 @@ class NpuStepModel:
     #: One request's Gated-DeltaNet state on one layer and rank (recurrent + conv state), as the plan's KV pass sizes
     #: it (``kv_cache.mamba_page_bytes``); 0: from the architecture in the model dtype.
     gdn_state_bytes: int = 0
+    #: The EAGLE-3 draft's architecture (``plan.draft.architecture``), ``None`` without one.
+    draft: Mapping[str, Any] | None = None
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -407,6 +430,52 @@ class NpuStepModel:
             time += 2 * (self.constants.collective_latency_s + moved / self._bw(ep, spans))
         return time
 
+    def _draft_model(self) -> "NpuStepModel":
+        """The EAGLE-3 draft as a one-layer dense model (model dtype, no speculation) at this layout's TP; its
+        ``vocab_size`` is the draft's LM-head rows (``draft_vocab_size``, default its ``vocab_size``)."""
+        if "draft_model" not in self._memo:
+            d = dict(self.draft or {})
+            d["vocab_size"] = d.get("draft_vocab_size") or d["vocab_size"]
+            d["num_hidden_layers"] = int(d.get("num_hidden_layers") or 1)
+            for k in ("kv_lora_rank", "n_routed_experts", "num_experts", "num_local_experts"):
+                d.pop(k, None)
+            lay = replace(self.layout, spec_tokens=0, spec_method="", linear_scheme=None, expert_scheme=None)
+            self._memo["draft_model"] = NpuStepModel(d, lay, self.constants, self.peak_flops, self.bandwidth_bps,
+                                                     self.dtype_bytes)
+        return self._memo["draft_model"]
+
+    def _eagle3_pass(self, t: int, decode: int, rows: int, ctx: int, first: bool) -> float:
+        """One forward of the EAGLE-3 draft on ``t`` tokens (``decode`` of them decode rows) with its LM head on
+        ``rows`` rows: ``first`` adds ``fc`` (3 target hidden states → hidden) and the layer's second ``hidden``
+        of ``qkv_proj`` input (embeddings and hidden states concatenated, ``llama_eagle3.py``)."""
+        d, lay = self._draft_model(), self.layout
+        a = d.arch
+        h, layers = int(a["hidden_size"]), int(a["num_hidden_layers"])
+        spans = lay.nodes > 1 and lay.tp > lay.devices_per_node
+        act = t * h * self.dtype_bytes
+        heads = max(int(a["num_attention_heads"]) // lay.tp, 1)
+        kv = max(int(a.get("num_key_value_heads") or a["num_attention_heads"]) // lay.tp, 1)
+        hd = int(a.get("head_dim") or h // int(a["num_attention_heads"]))
+        layer = (d._attention_gemms(t, decode) + d._attention(ctx, 0.0, 0) + d._roof(0.0, ELEMENTWISE_PASSES * act)
+                 + 2 * d._all_reduce(act, lay.tp, spans) + d._mlp(t, True))
+        time = layers * layer
+        if first:
+            target_h = int(a.get("target_hidden_size") or self.arch["hidden_size"])
+            time += d._gemm(t, 3 * target_h, h, None) + d._gemm(t, h, (heads + 2 * kv) * hd, None)
+        vocab = -(-int(a["vocab_size"]) // lay.tp)
+        time += d._gemm(rows, h, vocab, None)
+        if lay.tp > 1:
+            time += self.constants.collective_latency_s + (lay.tp - 1) / lay.tp * rows * vocab * lay.tp * 4 / \
+                self._bw(lay.tp, spans)
+        return time
+
+    def eagle3_draft_s(self, t: int, decode: int, rows: int, ctx: int) -> float:
+        """Seconds of the EAGLE-3 draft in one step of ``t`` target tokens, ``decode`` decode rows of ``rows``,
+        decode context ``ctx``: the first pass on all ``t`` tokens, then ``s − 1`` passes at the ``rows`` rows
+        (``llm_base_proposer.py`` ``propose``: the loop over ``num_speculative_tokens − 1``)."""
+        return (self._eagle3_pass(t, decode, rows, ctx, True)
+                + (self.layout.spec_tokens - 1) * self._eagle3_pass(rows, decode, rows, ctx, False))
+
     # -- the step --------------------------------------------------------------------------------------------------
     def step_s(self, batch: Sequence[Work]) -> float:
         """Seconds for one engine step of this DP rank over ``batch``."""
@@ -464,7 +533,10 @@ class NpuStepModel:
         if lay.tp > 1:
             time += c.collective_latency_s + (lay.tp - 1) / lay.tp * rows * vocab * lay.tp * 4 / \
                 self._bw(lay.tp, tp_spans)
-        if lay.spec_tokens:  # the MTP draft layer, once per speculative token, on the decode rows
+        eagle3 = lay.spec_tokens and lay.spec_method == "eagle3" and self.draft is not None
+        if eagle3:  # the separate one-layer draft: its first pass on the step's tokens, s - 1 at the batch
+            time += self.eagle3_draft_s(t, decode, rows, ctx)
+        elif lay.spec_tokens:  # the MTP draft layer, once per speculative token, on the decode rows
             time += lay.spec_tokens * (common + self._mlp(decode, not experts)) * decode / t
         full_graph = lay.full_graph_decode and decode == rows and rows <= lay.max_capture_size
         piecewise = lay.piecewise_graph and t <= lay.max_capture_size
@@ -475,14 +547,16 @@ class NpuStepModel:
             # run asynchronously to the host), so the step takes the longer of the two; a PIECEWISE-compiled
             # model's step beyond its capture sizes runs its split FX graph op by op (eager_full_factor)
             host = c.eager_layer_overhead_s * layers * (c.eager_full_factor if lay.piecewise_graph else 1.0)
+            if eagle3:  # and the draft's layer once per speculative token
+                host += c.eager_layer_overhead_s * lay.spec_tokens * int(self.draft.get("num_hidden_layers") or 1)
             time = max(time, host)
         # async scheduling overlaps the host's scheduling and output processing with the device's forward pass
         # (vLLM --async-scheduling: the engine core schedules step n+1 while step n runs, vllm/v1/engine/core.py
         # step_with_batch_queue), so the host's per-step time is hidden up to the device time
         time = max(time, c.step_overhead_s) if lay.async_scheduling else time + c.step_overhead_s
         if lay.spec_tokens and decode == rows:
-            time /= accepted_per_step(lay.spec_tokens, MTP_ACCEPT_LENGTH.get(a.get("model_type"),
-                                                                             c.mtp_accept_length))
+            time /= accepted_per_step(lay.spec_tokens, c.eagle3_accept_length if eagle3 else
+                                      MTP_ACCEPT_LENGTH.get(a.get("model_type"), c.mtp_accept_length))
         return time
 
 
@@ -509,7 +583,7 @@ def layout_of(plan: Mapping[str, Any], quantization: Mapping[str, Any] | None) -
         full_graph_decode=not graph.get("enforce_eager") and mode.startswith("FULL"),
         piecewise_graph=not graph.get("enforce_eager") and mode in ("PIECEWISE", "FULL_AND_PIECEWISE"),
         max_capture_size=max(sizes) if sizes else 0, spec_tokens=int(spec.get("num_speculative_tokens") or 0),
-        async_scheduling=ea.get("async_scheduling") is True)
+        async_scheduling=ea.get("async_scheduling") is True, spec_method=str(spec.get("method") or ""))
 
 
 def npu_step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], constants: NpuConstants,
@@ -520,6 +594,8 @@ def npu_step_model(plan: Mapping[str, Any], hardware: Mapping[str, Any], constan
         KeyError: the hardware option has no peak figures.
     """
     dtype_bytes = 4 if str(plan["engine_args"].get("dtype")) == "float32" else 2
+    draft = (plan.get("draft") or {}).get("architecture")
     return NpuStepModel(plan["model"]["architecture"], layout_of(plan, quantization), constants,
                         float(hardware["peak_tflops_bf16"]) * 1e12, float(hardware["memory_bandwidth_gbps"]) * 1e9,
-                        dtype_bytes, int((plan.get("kv_cache") or {}).get("mamba_page_bytes") or 0))
+                        dtype_bytes, gdn_state_bytes=int((plan.get("kv_cache") or {}).get("mamba_page_bytes") or 0),
+                        draft=draft)

@@ -67,6 +67,22 @@ def test_eagle3_draft_weights_and_kv_join_the_plan():
     args = _parsed(plan)
     assert args.speculative_config == {"method": "eagle3", "num_speculative_tokens": 3, "model": EAGLE3}
     assert "draft_weights_bytes" not in base.memory.model_dump()
+    # the draft's own config.json wins over the estimate from the target's shape (no estimate label, no warning)
+    assert plan.draft["estimated"] is False and plan.draft["architecture"]["draft_vocab_size"] == 32000
+    assert "draft" not in plan.estimates and base.draft is None and '"draft"' not in base.to_json()
+
+
+def test_eagle3_draft_not_on_this_machine_is_planned_from_the_targets_shape_with_a_warning():
+    plan = _plan(QWEN3_32B + ["engine.speculative_config={method:eagle3,model:/nowhere/draft,num_speculative_tokens:3}"])
+    label = ("ESTIMATE: EAGLE-3 draft planned from the target's shape (its config.json is not on this machine): "
+             "1 decoder layer, hidden 5120, 64 heads / 8 KV heads x 128, MLP 25600, draft vocab = target vocab "
+             "151936; unmeasured")
+    assert plan.estimates["draft"] == label and plan.draft["estimated"] is True
+    assert plan.warnings[0].startswith(f"engine.speculative_config.model='/nowhere/draft': {label}; point ")
+    # as the vendored draft (the same layer shape) but with the full vocabulary: lm_head 151936/4 × 5120, no d2t
+    elements = (3 * 5120 + 2560 * 10240 + 5120 * 2048 + 12800 * 5120 + 5120 * 6400 + 5120 * 15360 + 5120
+                + 37984 * 5120)
+    assert plan.memory.draft_weights_bytes == 2 * elements == 816_291_840
 
 
 def test_qwen3_5_mtp_reads_mtp_num_hidden_layers_and_plans():
@@ -103,7 +119,7 @@ def test_the_older_keys_are_aliases_of_speculative_config():
     (["engine.speculative_config={method:mtp,num_speculative_tokens:1}"],
      "engine.speculative_config.method='mtp': the model has no MTP layers (num_nextn_predict_layers, "
      "mtp_num_hidden_layers and num_mtp_modules are 0 or absent); use eagle3 with a draft model, or ngram"),
-    (["engine.speculative_config={method:eagle3,model:/nowhere/draft,num_speculative_tokens:3}"],
+    (["engine.speculative_config={method:eagle,model:/nowhere/draft,num_speculative_tokens:3}"],
      "engine.speculative_config.model='/nowhere/draft': the draft's config.json is not on this machine (nothing is "
      "downloaded): point engine.speculative_config.model at the draft's directory"),
     ([f"engine.speculative_config={{method:eagle3,model:{EAGLE3},num_speculative_tokens:3,"

@@ -234,3 +234,45 @@ def test_gated_deltanet_layers_read_their_state_not_the_kv_cache():
     assert replace(hybrid, gdn_state_bytes=2 * state)._gdn(8, 8) - hybrid._gdn(8, 8) == pytest.approx(
         8 * 2 * state / (0.5 * 1.6e12))
     assert full_attention_layers(QWEN35) == 1 and full_attention_layers(MOE) is None
+
+
+#: A one-layer EAGLE-3 draft of DENSE with a reduced vocabulary (``draft_vocab_size``), as ``plan.draft.architecture``.
+DRAFT = {"hidden_size": 1024, "num_hidden_layers": 1, "num_attention_heads": 8, "num_key_value_heads": 8,
+         "head_dim": 128, "intermediate_size": 4096, "vocab_size": 32000, "draft_vocab_size": 8000}
+
+
+def test_eagle3_prices_its_one_layer_draft_per_token_and_divides_by_its_own_accept_length():
+    """4 decode rows of 100 cached tokens, s = 3 (bf16, TP1, full decode graph): the target verifies 4 × (1 + 3) =
+    16 tokens; the draft's first pass runs on those 16 (fc 3·1024 → 1024, the layer with qkv reading 2·1024, the
+    draft LM head over 8000 rows on the 4 rows), then 2 passes on the 4 rows; the step ÷ (1 + α + α² + α³),
+    α = 0.717 (vLLM's EAGLE-3 acceptance test: 2.60 tokens at s = 3)."""
+    def roof(flops, nbytes):  # 0.5 × 300 TFLOP/s, 0.5 × 1.6 TB/s
+        return max(flops / 150e12, nbytes / 0.8e12)
+
+    def gemm(t, k, n):
+        return roof(2 * t * k * n, 2 * k * n + 2 * t * (k + n))
+
+    def layer(t):  # qkv, o, attention over 4 × 101 cached tokens (K+V: 2·8·128·2 B a token), elementwise, MLP
+        return (gemm(t, 1024, 3072) + gemm(t, 1024, 1024) + roof(4 * 8 * 128 * 404, 4096 * 404)
+                + roof(0, 10 * t * 1024 * 2) + gemm(t, 1024, 8192) + gemm(t, 4096, 1024))
+
+    first = layer(16) + gemm(16, 3072, 1024) + gemm(16, 1024, 3072) + gemm(4, 1024, 8000)
+    later = layer(4) + gemm(4, 1024, 8000)
+    lay = NpuLayout(full_graph_decode=True, max_capture_size=512, spec_tokens=3, spec_method="eagle3")
+    m = NpuStepModel(DENSE, lay, CONSTS, 300e12, 1.6e12, draft=DRAFT)
+    draft = m.eagle3_draft_s(16, 4, 4, 404)
+    assert draft == pytest.approx(first + 2 * later, rel=1e-12)
+    # µs: 81.867 first pass (layer 45.240, fc + the second qkv half 16.056, LM head 20.570) + 2 × 64.889
+    assert (round(first * 1e6, 3), round(later * 1e6, 3), round(draft * 1e6, 3)) == (81.867, 64.889, 211.645)
+    batch = [Work(100, 1)] * 4
+    flat = NpuStepModel(DENSE, lay, replace(CONSTS, eagle3_accept_length=1.0), 300e12, 1.6e12, draft=DRAFT)
+    no_draft = NpuStepModel(DENSE, replace(lay, spec_tokens=0, spec_method=""), CONSTS, 300e12, 1.6e12)
+    # the verify step at 16 tokens + the draft, before the division
+    assert flat.step_s(batch) - draft > no_draft.step_s(batch)
+    alpha = 0.717
+    assert CONSTS.eagle3_accept_length == 1.717
+    assert m.step_s(batch) == pytest.approx(flat.step_s(batch) / (1 + alpha + alpha ** 2 + alpha ** 3), rel=1e-12)
+    assert round(1 + alpha + alpha ** 2 + alpha ** 3, 2) == 2.60
+    # without a draft in the plan (an old plan.json) the MTP pricing stands, at mtp_accept_length
+    assert NpuStepModel(DENSE, lay, CONSTS, 300e12, 1.6e12).step_s(batch) == \
+        NpuStepModel(DENSE, replace(lay, spec_method="mtp"), CONSTS, 300e12, 1.6e12).step_s(batch)

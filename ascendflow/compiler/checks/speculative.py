@@ -22,8 +22,9 @@ def check_speculative(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules
             runs); an MTP method the release re-derives to one it does not run (``mtp_method_by_model_type``,
             v0.11.0: Qwen3-Next, ERNIE 4.5) or takes for no draft at all (v0.11.0: any model type outside
             the table, e.g. GLM-4.5); an MTP method on a model without MTP layers (``num_nextn_predict_layers`` /
-            ``mtp_num_hidden_layers`` / ``num_mtp_modules`` all 0); ``eagle``/``eagle3`` without the draft's
-            ``config.json``; ``draft_tensor_parallel_size`` other than 1 or the target's TP (vLLM
+            ``mtp_num_hidden_layers`` / ``num_mtp_modules`` all 0); ``eagle`` without the draft's ``config.json``
+            (``eagle3`` is planned from the target's shape instead: ``compile_colocated``);
+            ``draft_tensor_parallel_size`` other than 1 or the target's TP (vLLM
             ``SpeculativeConfig._verify_and_get_draft_tp``).
     """
     sc = spec.engine.speculative_config

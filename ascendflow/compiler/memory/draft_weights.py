@@ -11,6 +11,9 @@
 * Embeddings: the draft's ``embed_tokens`` is replaced by the target's at PP = 1 (``llm_base_proposer.py``
   ``_maybe_share_embeddings``; EAGLE drafts ship none or an identical copy), so it counts only at PP > 1.
 * Draft layers use the draft's own quantization (none for these checkpoints): every tensor is in the model dtype.
+
+A draft whose ``config.json`` is not on this machine (``eagle3`` only) is planned from the target's shape by
+:func:`estimated_eagle3_draft`: an ESTIMATE whose assumptions the plan names (``plan.draft``, ``plan.estimates``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,34 @@ from ascendflow.schema.architecture import ModelArchitecture
 
 #: ``num_aux_hidden_states`` default: three target layers feed EAGLE-3's ``fc`` (``llama_eagle3.py``).
 EAGLE3_AUX_HIDDEN_STATES = 3
+
+
+def estimated_eagle3_draft(target: ModelArchitecture) -> ModelArchitecture:
+    """ESTIMATE of an EAGLE-3 draft from the target's shape, for a draft whose ``config.json`` is not here.
+
+    Assumed (none confirmed for a given checkpoint; the draft's own ``config.json`` replaces all of it): one decoder
+    layer (``num_hidden_layers`` 1, as vLLM's ``llama_eagle3.py`` drafts and the EAGLE-3 paper, arXiv 2503.01840
+    §3, train them); the target's hidden size, attention heads, KV heads and head dim (``target_hidden_size`` =
+    ``hidden_size``: ``llama_eagle3.py``'s default); the MLP width the target's ``intermediate_size`` field (as the
+    vendored ``tests/data/configs/qwen3_32b_eagle3`` draft of Qwen3-32B keeps its target's 25600); the draft
+    vocabulary the target's (``draft_vocab_size`` unset: no ``d2t`` map; a reduced vocabulary, e.g. 32000 in that
+    draft, would make the LM head smaller).
+    """
+    return ModelArchitecture(
+        architectures=("LlamaForCausalLMEagle3",), model_type="llama", hidden_size=target.hidden_size,
+        intermediate_size=target.dense_intermediate_size or 4 * target.hidden_size, num_hidden_layers=1,
+        num_attention_heads=target.num_attention_heads, num_key_value_heads=target.kv_heads,
+        head_dim=target.attention_head_dim, vocab_size=target.vocab_size,
+        max_position_embeddings=target.max_position_embeddings, tie_word_embeddings=False,
+        torch_dtype=target.torch_dtype)
+
+
+def estimate_label(d: ModelArchitecture) -> str:
+    """What :func:`estimated_eagle3_draft` assumed, as the plan's warning and estimate label state it."""
+    return (f"ESTIMATE: EAGLE-3 draft planned from the target's shape (its config.json is not on this machine): "
+            f"1 decoder layer, hidden {d.hidden_size}, {d.num_attention_heads} heads / {d.kv_heads} KV heads x "
+            f"{d.attention_head_dim}, MLP {d.dense_intermediate_size}, draft vocab = target vocab {d.vocab_size}; "
+            f"unmeasured")
 
 
 def _draft_layer(d: ModelArchitecture, tp: int, qkv_in: int, norms: int) -> Iterator[Tensor]:

@@ -73,6 +73,9 @@ MEANING = {
     "eager_full_factor": "chosen by grouped leave-one-family-out on the corpus (benchmarks/perf_corpus_eval.py): "
                          "multiplier on eager_layer_overhead_s for a PIECEWISE model's step beyond its largest "
                          "capture size (no graph replayed; 1.0: none)",
+    "eagle3_accept_length": "fixed default, ESTIMATE: mean tokens per decode step with one EAGLE-3 token, 1 + a for "
+                            "the acceptance a = 0.717 that gives vLLM's tests/v1/spec_decode/test_acceptance_length.py "
+                            "2.60 tokens at 3 (Llama-3.1-8B, MT-Bench); not fitted",
 }
 
 
