@@ -426,7 +426,8 @@ def express(case: dict[str, Any], hardware: str | None, software: str) -> tuple[
         # prefix_repetition dataset, the prefix random_input_len and the rest the suffix; ESTIMATE: one prefix shared
         # by every prompt (the dataset's prefix count is not in its name)
         pre = min(max(round(w["input_len"] * w["prefix_percent"] / 100), 1), w["input_len"] - 1)
-        ov += ["workload=prefix_repetition", "workload.ignore_eos=true", f"workload.random_input_len={pre}",
+        # (conf/workload/rag.yaml is the option whose dataset is prefix_repetition)
+        ov += ["workload=rag", "workload.ignore_eos=true", f"workload.random_input_len={pre}",
                f"workload.prefix_suffix_len={w['input_len'] - pre}", "workload.num_prefixes=1"]
     else:
         ov += ["workload=random", "workload.ignore_eos=true"]

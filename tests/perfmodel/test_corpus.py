@@ -261,7 +261,12 @@ def test_a_prefix_share_dataset_becomes_vllms_prefix_repetition_workload():
     assert ici.workload_of(case["bench"])["prefix_percent"] == 90
     overrides, missing = ici.express(case, "atlas_800i_a2", "vllm-ascend-0.25.1rc1")
     assert missing == []
-    assert overrides[-9:] == ["workload=prefix_repetition", "workload.ignore_eos=true",
+    assert overrides[-9:] == ["workload=rag", "workload.ignore_eos=true",
                               "workload.random_input_len=29491", "workload.prefix_suffix_len=3277",
                               "workload.num_prefixes=1", "workload.random_output_len=1500",
                               "workload.num_prompts=288", "workload.max_concurrency=72", "workload.request_rate=inf"]
+    # the overrides compose as `python -m ascendflow` composes them (a missing option failed every prefix row)
+    from ascendflow.perfmodel.arch import _spec
+    w = _spec(overrides).workload
+    assert (w.dataset, w.random_input_len, w.prefix_suffix_len, w.num_prefixes, w.random_output_len, w.num_prompts,
+            w.max_concurrency) == ("prefix_repetition", 29491, 3277, 1, 1500, 288, 72)
