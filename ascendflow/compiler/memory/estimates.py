@@ -90,7 +90,8 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
         runtime_non_torch: the runtime part of the non-torch memory, bytes
             (:func:`~ascendflow.compiler.memory.overheads.runtime_non_torch_bytes`).
         since_set_device: that part is the catalogue's memory since ``set_device``
-            (``EngineRules.profile_non_torch == "since_set_device"`` with ``hardware.non_torch_since_set_device_bytes``).
+            (``EngineRules.profile_non_torch == "since_set_device"`` with
+            ``hardware.non_torch_since_set_device_bytes``).
     """
     labels: dict[str, str] = {}
     if not platform_for(hw.kind).profiles_memory:
