@@ -31,13 +31,13 @@ def test_graph_memory_subtracted_from_v0_21_0rc1():
                   "vllm-ascend-0.21.0rc1")
     assert diff["refusals"] == {"current": None, "target": None}
     assert diff["memory"] == {"graph_bytes": {"current": 3014656, "target": 9551872},
-                              "kv_cache_bytes": {"current": 8780298441, "target": 8561031369},
-                              "non_torch_bytes": {"current": 2082471936, "target": 2292187136}}
-    lost = 8780298441 - 8561031369
-    assert lost == 9551872 + (2292187136 - 2082471936)
-    assert diff["kv"] == {"max_concurrency": {"current": 7.5, "target": 7.3125},
-                          "num_blocks": {"current": 960, "target": 936},
-                          "tokens": {"current": 122880, "target": 119808}}
+                              "kv_cache_bytes": {"current": 9291888841, "target": 9072621769},
+                              "non_torch_bytes": {"current": 1579155456, "target": 1788870656}}
+    lost = 9291888841 - 9072621769
+    assert lost == 9551872 + (1788870656 - 1579155456)
+    assert diff["kv"] == {"max_concurrency": {"current": 7.9375, "target": 7.75},
+                          "num_blocks": {"current": 1016, "target": 992},
+                          "tokens": {"current": 130048, "target": 126976}}
     assert diff["rules"] == {"batch_defaults": {"current": "fallback", "target": "memory_tiers"},
                              "graph_memory_profiled": {"current": False, "target": True},
                              "hccl_reuse_same_ranks": {"current": True, "target": False},
@@ -49,9 +49,9 @@ def test_graph_memory_subtracted_from_v0_21_0rc1():
     assert diff["cudagraph_mode"] == {} and diff["engine_args"] == {}
     assert diff["serve_command"] == {"removed": [], "added": []}
     assert diff["warnings"] == {
-        "removed": ["KV cache holds 7.5 requests of max_model_len=16384 tokens, fewer than max_num_seqs=16: long "
+        "removed": ["KV cache holds 7.9 requests of max_model_len=16384 tokens, fewer than max_num_seqs=16: long "
                     "requests will queue or be preempted"],
-        "added": ["KV cache holds 7.3 requests of max_model_len=16384 tokens, fewer than max_num_seqs=16: long "
+        "added": ["KV cache holds 7.8 requests of max_model_len=16384 tokens, fewer than max_num_seqs=16: long "
                   "requests will queue or be preempted"]}
 
 
@@ -146,18 +146,18 @@ def test_a_pd_deployment_is_compared_per_role_and_labelled():
     diff = advise(["+recipe=deepseek_r1_pd_2p1d", "hardware.software=vllm-ascend-0.20.2rc1"], "vllm-ascend-0.21.0rc1")
     assert sorted(diff) == ["proxy_command", "refusals", "roles", "rows", "rules", "warnings"]  # no unlabelled figures
     prefill, decode = diff["roles"]["prefill"], diff["roles"]["decode"]
-    assert prefill["kv"] == {"max_concurrency": {"current": 3.2843, "target": 3.2109},
-                             "num_blocks": {"current": 1028, "target": 1005},
-                             "tokens": {"current": 131373, "target": 128434}}
-    assert prefill["memory"] == {"kv_cache_bytes": {"current": 9401676448, "target": 9191961248},
-                                 "non_torch_bytes": {"current": 1277165568, "target": 1486880768}}
+    assert prefill["kv"] == {"max_concurrency": {"current": 3.4601, "target": 3.3866},
+                             "num_blocks": {"current": 1083, "target": 1060},
+                             "tokens": {"current": 138402, "target": 135463}}
+    assert prefill["memory"] == {"kv_cache_bytes": {"current": 9909129888, "target": 9699414688},
+                                 "non_torch_bytes": {"current": 773849088, "target": 983564288}}
     assert prefill["capture_sizes"] == {"current": [], "target": [], "removed": [], "added": []}
-    assert decode["kv"] == {"max_concurrency": {"current": 5.6901, "target": 5.6102},
-                            "num_blocks": {"current": 1781, "target": 1756},
-                            "tokens": {"current": 227603, "target": 224408}}
+    assert decode["kv"] == {"max_concurrency": {"current": 5.8722, "target": 5.7955},
+                            "num_blocks": {"current": 1838, "target": 1814},
+                            "tokens": {"current": 234888, "target": 231821}}
     assert decode["memory"] == {"graph_bytes": {"current": 3866624, "target": 14360576},
-                                "kv_cache_bytes": {"current": 16284423166, "target": 16060347390},
-                                "non_torch_bytes": {"current": 1428160512, "target": 1637875712}}
+                                "kv_cache_bytes": {"current": 16808424446, "target": 16584348670},
+                                "non_torch_bytes": {"current": 924844032, "target": 1134559232}}
     assert [r[k] for r in (prefill, decode) for k in ("cudagraph_mode", "engine_args")] == [{}] * 4
     assert diff["proxy_command"] == {"removed": [], "added": []}
 
@@ -169,7 +169,7 @@ def test_a_pd_deployment_is_compared_per_role_and_labelled():
     lines = done.stdout.splitlines()
     assert lines[1] == "PD deployment: the prefill and decode roles are compared separately (one instance each)"
     cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
-    assert ["prefill kv", "tokens", "131,373", "128,434", "-2,939 (-2.2%)"] in cells
+    assert ["prefill kv", "tokens", "138,402", "135,463", "-2,939 (-2.1%)"] in cells
     assert ["decode memory", "graph_bytes", "3.7 MiB", "13.7 MiB", "+10.0 MiB (+271.4%)"] in cells
     assert not any(c[0] in ("kv", "memory") for c in cells)
     assert "prefill capture sizes: unchanged (0)" in lines and "decode capture sizes: unchanged (12)" in lines

@@ -9,7 +9,7 @@ from ascendflow.compiler.checks.memory import check_kv_allocation, check_kv_fits
 from ascendflow.compiler.checks.startup import remote_code_warnings
 from ascendflow.compiler.memory.draft_weights import estimate_label, estimated_eagle3_draft
 from ascendflow.compiler.memory.estimates import plan_estimates
-from ascendflow.compiler.memory.overheads import hccl_buffers_mb
+from ascendflow.compiler.memory.overheads import hccl_buffers_mb, runtime_non_torch_bytes
 from ascendflow.compiler.checks.extra_args import mm_kwargs_max_pixels, runner_option
 from ascendflow.compiler.memory.vision_profile import max_pixels_and_source
 from ascendflow.compiler.passes.graph import graph_pass
@@ -107,7 +107,10 @@ def _assemble(spec: RunSpec, arch: ModelArchitecture, row: dict, rules: EngineRu
                                if arch.vision_config else "",
                                pooling=runner_option(eng.extra_args) == "pooling",
                                hccl_groups=hccl_buffers_mb(par, spec.ascend.hccl_buffsize_mb, rules.hccl_reuse_same_ranks)
-                               if rules.hccl_buffers == "per_group" else None)
+                               if rules.hccl_buffers == "per_group" else None,
+                               runtime_non_torch=runtime_non_torch_bytes(hw, rules.profile_non_torch),
+                               since_set_device=rules.profile_non_torch == "since_set_device"
+                               and hw.non_torch_since_set_device_bytes is not None)
     semantic = {
         "target": target.model_dump(exclude={"k8s_device_resource"}), "model": model,
         "engine_args": {k: v for k, v in launch.engine_args.items() if k != "model"},

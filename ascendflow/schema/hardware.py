@@ -40,6 +40,9 @@ class HardwareSpec(Spec):
             a monitoring agent), bytes; 0 unless you say so (``hardware.occupied_bytes=...``).
         non_torch_bytes: per-device memory outside torch's allocator at run time (runtime, communication buffers
             besides HCCL's), bytes; the communicators' ``HCCL_BUFFSIZE`` is added by the compiler.
+        non_torch_since_set_device_bytes: the part of ``non_torch_bytes`` that appears after the device is set, i.e.
+            inside vLLM's ``non_torch_increase`` on releases whose baseline snapshot follows ``set_device``
+            (``EngineRules.profile_non_torch == "since_set_device"``); ``None``: all of ``non_torch_bytes``.
         multinode_moe_env: extra environment for multi-node MoE with expert parallel (A2:
             ``HCCL_INTRA_PCIE_ENABLE=1``, ``HCCL_INTRA_ROCE_ENABLE=0``; reference §6).
         k8s_device_resource: the Kubernetes extended resource one device is requested as (``launch/lws.yaml``):
@@ -72,6 +75,7 @@ class HardwareSpec(Spec):
     runtime_reserved_bytes: int = Field(default=0, ge=0, le=MAX_BYTES)
     occupied_bytes: int = Field(default=0, ge=0, le=MAX_BYTES)
     non_torch_bytes: int = Field(default=0, ge=0, le=MAX_BYTES)
+    non_torch_since_set_device_bytes: int | None = Field(default=None, ge=0, le=MAX_BYTES)
     multinode_moe_env: dict[str, str] = Field(default_factory=dict)
     k8s_device_resource: str | None = None
     peak_tflops_bf16: float | None = Field(default=None, gt=0, le=MAX_PEAK)

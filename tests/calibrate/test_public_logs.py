@@ -89,7 +89,10 @@ def test_310p_shared_device_refused_as_the_engine_failed():
     m = alone.memory
     non_kv_gib = (m.weights_bytes + m.activation_bytes + m.non_torch_bytes) / GIB
     assert non_kv_gib == pytest.approx(pl.V0221RC1_310P_NON_KV_GIB, abs=0.025)
-    assert round(non_kv_gib, 2) == 1.67
+    # 1.6649 GiB: v0.22.1rc1's profile computes model-dtype logits after the forward (EngineRules.profile_logits), so
+    # the activation is the forward's alone (1.67 with v0.13.0's fp32 logits summed); the 310P keeps its 0.5 GiB
+    # runtime non-torch memory since set_device (no hardware.non_torch_since_set_device_bytes), which this line fits.
+    assert round(non_kv_gib, 2) == 1.66
 
 
 @pytest.mark.parametrize(("log", "planned_gib", "error_pct"), [

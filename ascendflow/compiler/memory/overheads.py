@@ -24,7 +24,7 @@ GRAPH_OVERHEAD_BYTES = 128 * 1024
 
 def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_tokens: int, max_num_seqs: int,
                      dtype_bytes: int, pooling: bool = False, logits_model_dtype: bool = False,
-                     swiglu_fp32: bool = False) -> int:
+                     logits_after_forward: bool = False, swiglu_fp32: bool = False) -> int:
     """Peak activation of vLLM's profiling run (dummy forward at ``max_num_batched_tokens``, then the sampler at
     ``max_num_seqs``), first-order model.
 
@@ -37,7 +37,7 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
     ``0.22 GiB for peak activation``; 0.3634 GiB with the logits). W3-01 (the generate runner, same model and batch,
     same release) logs the same 0.22 GiB: vllm-ascend v0.20.2rc1 ``_dummy_sampler_run`` computes model-dtype logits
     only, after the forward's intermediates are freed, so they do not raise the peak there either; the generate
-    runner's fp32 logits sum is left as it is (shared by every log; docs/kv_layouts.md).
+    runner's fp32 logits sum is left as it is where the release runs vLLM's sampler.
 
     Per token: the residual and hidden states (4 × hidden), the QKV output of this rank, and the widest MLP
     intermediate (dense: 2 × intermediate / TP; MoE: top-k routed copies of 2 × moe_intermediate, split by TP × DP
@@ -49,7 +49,13 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
     ``NPUPlatform.use_all_gather``): ``rows × (vocab + vocab / TP) × dtype``. ``swiglu_fp32``
     (``EngineRules.p310_swiglu_fp32`` on a 310P): the dense MLP's SwiGLU input is copied to float32 and its output is
     float32 (vllm-ascend v0.11.0 ``ops/activation.py`` ``AscendSiluAndMul.forward_oot``), + ``12 × intermediate / TP``
-    bytes per token (the 310P's MoE experts, ``moe_mlp.py``, do the same and are not counted). Bytes.
+    bytes per token (the 310P's MoE experts, ``moe_mlp.py``, do the same and are not counted).
+    ``logits_after_forward`` (``EngineRules.profile_logits == "model_dtype_after_forward"``, vllm-ascend v0.18.0 …
+    v0.25.1rc1 ``worker/model_runner_v1.py`` ``NPUModelRunner._dummy_sampler_run``: the same model-dtype logits, no
+    sampler, computed after ``_dummy_run`` returned): the forward's intermediates are freed by then, so the peak is
+    ``max(forward, tokens × hidden × dtype + logits)`` (the forward's output hidden states beside the logits), not
+    the sum. Checked: W3-01 (#9606, v0.20.2rc1, Qwen3-0.6B, 8,192 tokens) 0.2188 GiB planned against the logged
+    ``0.22 GiB for peak activation`` (0.3636 with fp32 logits summed). Bytes.
     """
     tp = layout.tp
     heads = a.num_attention_heads // tp
@@ -68,6 +74,8 @@ def activation_bytes(a: ModelArchitecture, layout: Layout, *, max_num_batched_to
     else:
         logits = max_num_seqs * a.vocab_size * 4
     logits = logits if layout.last_stage and not pooling else 0
+    if logits_model_dtype and logits_after_forward:
+        return max(max_num_batched_tokens * per_token, max_num_batched_tokens * a.hidden_size * dtype_bytes + logits)
     return max_num_batched_tokens * per_token + logits
 
 
@@ -142,9 +150,26 @@ def hccl_buffers_mb(parallel: ParallelSpec, hccl_buffsize_mb: int, reuse: bool =
     return groups
 
 
+def runtime_non_torch_bytes(hardware: HardwareSpec, profile_non_torch: str) -> int:
+    """The runtime part of the non-torch memory the KV budget subtracts, bytes (ESTIMATE, the hardware catalogue's).
+
+    ``profile_non_torch`` (``EngineRules.profile_non_torch``): ``absolute`` (vllm-ascend v0.11.0 / v0.13.0
+    ``determine_available_memory`` subtracts every non-torch byte in use): ``hardware.non_torch_bytes``.
+    ``since_set_device`` (v0.18.0 … v0.25.1rc1: vLLM's ``non_torch_increase`` from the snapshot
+    ``NPUWorker._init_device`` takes after ``torch.npu.set_device``): ``hardware.non_torch_since_set_device_bytes``,
+    where the catalogue gives one (A2 / A3: 0.03 GiB, the increase W3-01 and N-04 log at TP1, v0.20.2rc1), else the
+    whole ``non_torch_bytes`` (the 310P: #14274's "Total non KV cache memory: 1.65GiB" at v0.22.1rc1 holds about
+    0.49 GiB beyond weights and activation, so its runtime memory appears after ``set_device``).
+    """
+    since = hardware.non_torch_since_set_device_bytes
+    if profile_non_torch == "since_set_device" and since is not None:
+        return since
+    return hardware.non_torch_bytes
+
+
 def non_torch_bytes(runtime_bytes: int, parallel: ParallelSpec, hccl_buffsize_mb: int, per_group: bool,
                     reuse: bool = False) -> int:
-    """Runtime memory outside torch (the hardware catalogue's estimate) plus the HCCL buffers of the rank's
+    """Runtime memory outside torch (:func:`runtime_non_torch_bytes`) plus the HCCL buffers of the rank's
     communication groups (:func:`hccl_buffers_mb`; none on CPU/GPU rows). Bytes."""
     hccl = sum(hccl_buffers_mb(parallel, hccl_buffsize_mb, reuse).values()) if per_group else 0
     return runtime_bytes + hccl * MIB

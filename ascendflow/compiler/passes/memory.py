@@ -12,7 +12,8 @@ from ascendflow.compiler.memory.draft_weights import eagle_draft_bytes
 from ascendflow.compiler.memory.dtypes import DTYPE_BYTES
 from ascendflow.compiler.memory.mla_weights import mlapo_frees_originals
 from ascendflow.compiler.memory.overheads import (KV_PIN_MARGIN_BYTES, activation_bytes, graph_bytes,
-                                                 moe_dispatch_bytes, non_torch_bytes, p310_cleared_non_torch_bytes)
+                                                 moe_dispatch_bytes, non_torch_bytes, p310_cleared_non_torch_bytes,
+                                                 runtime_non_torch_bytes)
 from ascendflow.compiler.checks.extra_args import mm_kwargs_max_pixels, runner_option
 from ascendflow.compiler.memory.vision_profile import DEFAULT_MAX_PIXELS, encoder_extra_bytes, vl_load_buffer_bytes
 from ascendflow.compiler.memory.vision_weights import VISION_MODEL_TYPES, vision_weight_bytes
@@ -62,7 +63,7 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
     requested = int(device_total * eng.gpu_memory_utilization)
     check_startup_memory(spec, rules, device_total, requested)
     ep = par.tensor_parallel_size * par.data_parallel_size if par.enable_expert_parallel else 1
-    non_torch = non_torch_bytes(hw.non_torch_bytes, par, spec.ascend.hccl_buffsize_mb,
+    non_torch = non_torch_bytes(runtime_non_torch_bytes(hw, rules.profile_non_torch), par, spec.ascend.hccl_buffsize_mb,
                                 per_group=rules.hccl_buffers == "per_group", reuse=rules.hccl_reuse_same_ranks)
     explicit = explicit_kv(spec, rules)
     sc = eng.speculative_config
@@ -86,7 +87,8 @@ def memory_pass(spec: RunSpec, arch: ModelArchitecture, rules: EngineRules, inpu
         activation = activation_bytes(arch, layout, max_num_batched_tokens=limits.max_num_batched_tokens,
                                       max_num_seqs=limits.max_num_seqs, dtype_bytes=DTYPE_BYTES[dtype],
                                       pooling=runner_option(eng.extra_args) == "pooling",
-                                      logits_model_dtype=rules.profile_logits == "model_dtype",
+                                      logits_model_dtype=rules.profile_logits != "sampler_fp32",
+                                      logits_after_forward=rules.profile_logits == "model_dtype_after_forward",
                                       swiglu_fp32=rules.p310_swiglu_fp32 and hw.soc == "310p")
         if tower:  # the encoder's dummy images in the profile run (vision_profile.py; None: family not planned)
             activation += _encoder_extra(spec, arch, limits, activation, DTYPE_BYTES[dtype]) or 0

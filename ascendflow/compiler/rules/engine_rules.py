@@ -89,6 +89,23 @@ class EngineRules(BaseModel):
             dummy sampler") and runs no sampler: ``max_num_seqs × vocab`` in the model dtype. ``sampler_fp32``
             (v0.13.0 on, and vLLM's own runner on the CPU/CUDA rows): ``profile_run`` ends in vLLM's
             ``GPUModelRunner.profile_run`` → ``_dummy_sampler_run``, whose sampler casts the logits to float32.
+            ``model_dtype_after_forward`` (vllm-ascend v0.18.0 … v0.25.1rc1, read; later rows inherit it, no tag in
+            the mirror): ``worker/model_runner_v1.py`` ``NPUModelRunner._dummy_sampler_run`` overrides vLLM's and
+            only computes ``self.model.compute_logits(hidden_states[logit_indices])`` (``max_num_reqs`` rows, model
+            dtype, no sampler), called by vLLM's ``profile_run`` after ``_dummy_run`` returned: the forward's
+            intermediates are freed, so the peak is the larger of the forward and (output hidden states + logits),
+            not their sum. v0.13.0's override computes logits only when ``hidden_states`` is a one-tensor list
+            (vLLM 0.13 passes a tensor): not modelled, the row keeps ``sampler_fp32``.
+        profile_non_torch: what the KV budget subtracts as non-torch memory. ``absolute`` (v0.11.0
+            ``worker/worker_v1.py``, v0.13.0 ``worker/worker.py`` ``NPUWorker.determine_available_memory``): every
+            non-torch byte in use after the profile run (``mem_get_info`` total − free − torch allocated), so the
+            catalogue's runtime estimate ``hardware.non_torch_bytes`` counts whole. ``since_set_device`` (v0.18.0 …
+            v0.25.1rc1 ``worker/worker.py`` ``NPUWorker._init_device``: ``MemorySnapshot()`` after
+            ``torch.npu.set_device`` and ``empty_cache``, before ``_init_worker_distributed_environment``; vLLM
+            ``utils/mem_utils.py`` ``memory_profiling``: ``non_torch_increase`` = after-profile non-torch − that
+            snapshot's): memory in use before the snapshot (the device context) is outside the budget and is
+            checked only against the start-up free memory (``startup_free_memory_check``); HCCL groups, created
+            after it, stay in. The runtime part is then ``hardware.non_torch_since_set_device_bytes`` (ESTIMATE).
         p310_swiglu_fp32: on the 310P the dense MLP's SwiGLU runs in float32 (vllm-ascend v0.11.0 … v0.13.0
             ``ops/activation.py`` ``AscendSiluAndMul.forward_oot``: ``npu_swiglu(x.to(torch.float32)).to(
             torch.float16)``): a float32 copy of the ``[tokens, 2 × intermediate / TP]`` input and a float32
@@ -260,7 +277,8 @@ class EngineRules(BaseModel):
     graph_memory_profiled: bool
     p310_kv_halved: bool
     startup_free_memory_check: bool
-    profile_logits: Literal["sampler_fp32", "model_dtype"] = "sampler_fp32"
+    profile_logits: Literal["sampler_fp32", "model_dtype", "model_dtype_after_forward"] = "sampler_fp32"
+    profile_non_torch: Literal["absolute", "since_set_device"] = "absolute"
     p310_swiglu_fp32: bool = False
     hccl_buffers: Literal["per_group", "none"]
     hccl_reuse_same_ranks: bool

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan cb3e4dbf11f4858c: node 1 of 2 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan f7fe8146f1f459cc: node 1 of 2 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 1, devices [0, 1, 2, 3, 4, 5, 6, 7]. Generated: recompile instead of editing.
 set -euo pipefail
 

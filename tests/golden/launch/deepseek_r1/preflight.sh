@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow preflight for plan cb3e4dbf11f4858c (atlas_800i_a3; vllm-ascend-0.23.0, CANN 9.1.0).
+# ascendflow preflight for plan f7fe8146f1f459cc (atlas_800i_a3; vllm-ascend-0.23.0, CANN 9.1.0).
 # Run on every node before launch/node<k>.sh. Exits non-zero at the first failed check.
 set -euo pipefail
 fail() { echo "preflight: $*" >&2; exit 1; }

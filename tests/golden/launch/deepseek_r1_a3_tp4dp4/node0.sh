@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 96eaaf7f4cbfa5a7: node 0 of 1 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan 96a2039e668017af: node 0 of 1 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 0, devices [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]. Generated: recompile instead of editing.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 3efa6d62de71ada8: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:1999; start it after every node<k>.sh serves.
+# ascendflow plan 219f32a0513cc3fc: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:1999; start it after every node<k>.sh serves.
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).

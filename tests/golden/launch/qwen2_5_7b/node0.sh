@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan dfd91506c6550dfc: node 0 of 1 (atlas_800i_a2_910b4, Ascend 910B4 (32 GB); vllm-ascend-0.23.0)
+# ascendflow plan 9d555f37bab17e59: node 0 of 1 (atlas_800i_a2_910b4, Ascend 910B4 (32 GB); vllm-ascend-0.23.0)
 # DP ranks from 0, devices [0]. Generated: recompile instead of editing.
 set -euo pipefail
 

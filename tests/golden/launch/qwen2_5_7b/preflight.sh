@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow preflight for plan dfd91506c6550dfc (atlas_800i_a2_910b4; vllm-ascend-0.23.0, CANN 9.1.0).
+# ascendflow preflight for plan 9d555f37bab17e59 (atlas_800i_a2_910b4; vllm-ascend-0.23.0, CANN 9.1.0).
 # Run on every node before launch/node<k>.sh. Exits non-zero at the first failed check.
 set -euo pipefail
 fail() { echo "preflight: $*" >&2; exit 1; }

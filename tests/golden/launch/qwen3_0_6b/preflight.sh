@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow preflight for plan 99af636a5af10404 (atlas_800i_a2; vllm-ascend-0.23.0, CANN 9.1.0).
+# ascendflow preflight for plan 2d2c67e938fc7d31 (atlas_800i_a2; vllm-ascend-0.23.0, CANN 9.1.0).
 # Run on every node before launch/node<k>.sh. Exits non-zero at the first failed check.
 set -euo pipefail
 fail() { echo "preflight: $*" >&2; exit 1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 2e1f479ae3c752fa: PD node 1 of 2 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
+# ascendflow plan 8daf741b3db08991: PD node 1 of 2 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow preflight for plan 2e1f479ae3c752fa (atlas_800i_a3; vllm-ascend-0.23.0, CANN 9.1.0).
+# ascendflow preflight for plan 8daf741b3db08991 (atlas_800i_a3; vllm-ascend-0.23.0, CANN 9.1.0).
 # Run on every node before launch/node<k>.sh. Exits non-zero at the first failed check.
 set -euo pipefail
 fail() { echo "preflight: $*" >&2; exit 1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 2e1f479ae3c752fa: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:8000; start it after every node<k>.sh serves.
+# ascendflow plan 8daf741b3db08991: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:8000; start it after every node<k>.sh serves.
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 9a88443d07f7ec0d: node 1 of 2 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan b94553239bd5df05: node 1 of 2 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
 # mp-nnodes: worker ranks 8-15 (PP stages [0]) of one DP rank, devices [0, 1, 2, 3, 4, 5, 6, 7]. Generated: recompile instead of editing.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow preflight for plan 9a88443d07f7ec0d (atlas_800i_a2; vllm-ascend-0.23.0, CANN 9.1.0).
+# ascendflow preflight for plan b94553239bd5df05 (atlas_800i_a2; vllm-ascend-0.23.0, CANN 9.1.0).
 # Run on every node before launch/node<k>.sh. Exits non-zero at the first failed check.
 set -euo pipefail
 fail() { echo "preflight: $*" >&2; exit 1; }

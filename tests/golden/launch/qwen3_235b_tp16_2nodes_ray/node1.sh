@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan fb308b81a30b6618: node 1 of 2 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan 6a9fdf85253c9f97: node 1 of 2 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
 # ray: worker ranks 8-15 (PP stages [0]) of one DP rank, devices [0, 1, 2, 3, 4, 5, 6, 7]. Generated: recompile instead of editing.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow Ray preflight for plan fb308b81a30b6618: wait until the cluster shows 16 NPU on 2 nodes.
+# ascendflow Ray preflight for plan 6a9fdf85253c9f97: wait until the cluster shows 16 NPU on 2 nodes.
 # node0.sh runs it after `ray start --head`; run it by hand on node 0 to check a cluster.
 set -euo pipefail
 wait_s="${ASCENDFLOW_RAY_WAIT_S:-600}"

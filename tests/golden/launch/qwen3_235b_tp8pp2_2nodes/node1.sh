@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 8d07b67bce8ae51c: node 1 of 2 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan 9ddb8ba1c46db10d: node 1 of 2 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
 # mp-nnodes: worker ranks 8-15 (PP stages [1]) of one DP rank, devices [0, 1, 2, 3, 4, 5, 6, 7]. Generated: recompile instead of editing.
 set -euo pipefail
 

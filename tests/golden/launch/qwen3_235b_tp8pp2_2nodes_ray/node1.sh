@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan a8a2c38f5d0efb09: node 1 of 2 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan 95fab7f6525fe27b: node 1 of 2 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
 # ray: worker ranks 8-15 (PP stages [1]) of one DP rank, devices [0, 1, 2, 3, 4, 5, 6, 7]. Generated: recompile instead of editing.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow preflight for plan a8a2c38f5d0efb09 (atlas_800i_a2; vllm-ascend-0.23.0, CANN 9.1.0).
+# ascendflow preflight for plan 95fab7f6525fe27b (atlas_800i_a2; vllm-ascend-0.23.0, CANN 9.1.0).
 # Run on every node before launch/node<k>.sh. Exits non-zero at the first failed check.
 set -euo pipefail
 fail() { echo "preflight: $*" >&2; exit 1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 0fa76a949aeb548e: PD node 0 of 3 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
+# ascendflow plan da3632ddee55eece: PD node 0 of 3 (atlas_800i_a3, Ascend 910C die (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).

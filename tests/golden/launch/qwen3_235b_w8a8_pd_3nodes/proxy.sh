@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 0fa76a949aeb548e: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:12347; start it after every node<k>.sh serves.
+# ascendflow plan da3632ddee55eece: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:12347; start it after every node<k>.sh serves.
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan d49dfea5e9052c12: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
+# ascendflow plan f3d713ec7c238d6a: node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0)
 # DP ranks from 0, devices [0, 1, 2, 3]. Generated: recompile instead of editing.
 set -euo pipefail
 

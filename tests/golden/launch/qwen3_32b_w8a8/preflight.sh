@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow preflight for plan d49dfea5e9052c12 (atlas_800i_a2; vllm-ascend-0.23.0, CANN 9.1.0).
+# ascendflow preflight for plan f3d713ec7c238d6a (atlas_800i_a2; vllm-ascend-0.23.0, CANN 9.1.0).
 # Run on every node before launch/node<k>.sh. Exits non-zero at the first failed check.
 set -euo pipefail
 fail() { echo "preflight: $*" >&2; exit 1; }

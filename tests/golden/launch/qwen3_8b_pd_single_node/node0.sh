@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 8ee4729f2f4df4d6: PD node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
+# ascendflow plan 014f0400e218e1ce: PD node 0 of 1 (atlas_800i_a2, Ascend 910B (64 GB); vllm-ascend-0.23.0). Generated: recompile instead of editing.
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ascendflow plan 8ee4729f2f4df4d6: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:8080; start it after every node<k>.sh serves.
+# ascendflow plan 014f0400e218e1ce: PD proxy (load_balance_proxy_server_example.py) on ${ASCENDFLOW_NODE0_IP}:8080; start it after every node<k>.sh serves.
 set -euo pipefail
 
 # Values the config did not give: set them before launching (the script stops if one is missing).
