@@ -18,8 +18,8 @@ import yaml
 
 from ascendflow.importer.ci import node_ip
 from ascendflow.importer.command import ServeCommand
-from ascendflow.importer.recipe import (ENV_KEYS, ENV_LAUNCHER, NOT_CARRIED, Imported, _additional_config_keys, _quantization,
-                                        model_option)
+from ascendflow.importer.recipe import (ENV_KEYS, ENV_LAUNCHER, NOT_CARRIED, Imported, _additional_config_keys,
+                                        _quantization, misnamed_env, model_option)
 from ascendflow.schema.errors import ConfigError
 from ascendflow.schema.secrets import is_secret
 
@@ -262,6 +262,8 @@ def _role(role: str, nodes: list[list[ServeCommand]], external: bool, out: Impor
             continue  # HCCL_BUFFSIZE: the role's; the rest run keys (_run_env)
         if key in ENV_LAUNCHER:
             out.named.append((f"{role} {key}", ENV_LAUNCHER[key]))
+        elif misnamed_env(key):
+            out.named.append((f"{role} {key}", misnamed_env(key)))
         elif is_secret(key, []):
             out.named.append((f"{role} {key}", "a secret: not written into a recipe; export it where the engine starts"))
         elif "$" in value:

@@ -19,7 +19,7 @@ import yaml
 from ascendflow.compiler.checks.extra_args import LAUNCHER_WRITTEN
 from ascendflow.importer.command import ServeCommand
 from ascendflow.schema.errors import ConfigError
-from ascendflow.schema.secrets import is_secret
+from ascendflow.schema.secrets import ENV_NAME, is_secret
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -70,6 +70,24 @@ ENV_LAUNCHER = {"PYTORCH_NPU_ALLOC_CONF": "ascendflow's environment bundle write
                                 "LOCAL_IP", "MASTER_IP")},
                 **{name: "hardware.multinode_moe_env (the A2 option sets it for multi-node MoE with EP)"
                    for name in ("HCCL_INTRA_PCIE_ENABLE", "HCCL_INTRA_ROCE_ENABLE")}}
+
+def misnamed_env(name: str) -> str | None:
+    """The reason a source's environment variable ``name`` is not carried when it is no valid name (``ENV_NAME``:
+    letters, digits and ``_``), else ``None``. vllm-project/vllm-ascend's own CI configs give some with a hyphen
+    (``VLLM-ASCEND_ENABLE_FUSED_MC2``, ``MiniMax-M2.5-W8A8-A3.yaml`` @2599328c143a): vllm-ascend reads only the
+    ``_`` spelling (``vllm_ascend/envs.py`` ``env_variables``, ``os.getenv("VLLM_ASCEND_ENABLE_FUSED_MC2", "0")``,
+    v0.23.0), so the variable had no effect where CI ran it. Renaming it would plan what CI did not run; the plan
+    refuses the name as given (``schema/secrets.py`` ``check_env_names``): it is named, not carried."""
+    if ENV_NAME.fullmatch(name):
+        return None
+    spelt = re.sub(r"\W", "_", name)
+    reads = (" (vllm-ascend reads VLLM_ASCEND_* names spelt with _: vllm_ascend/envs.py, v0.23.0)"
+             if spelt.startswith("VLLM_ASCEND_") else "")
+    renamed = f" to {spelt}" if ENV_NAME.fullmatch(spelt) else ""
+    return (f"is not a valid environment variable name: nothing read it as named where the source ran{reads}; not "
+            f"carried, and not renamed{renamed} (that would plan what the source did not run)")
+
+
 #: Checkpoint name prefix (lower case) -> catalogue option, where the catalogue id's name differs from the family's.
 ALIASES = {
     # DeepSeek-V3 / V3.1 / R1 share DeepseekV3ForCausalLM with the same config.json shape fields
@@ -415,6 +433,8 @@ def _env(command: ServeCommand, recipe: dict, named: list, hardware: str) -> Non
             _set(recipe, "ascend.hccl_op_expansion_mode_aiv", value == "AIV")
         elif key in ENV_LAUNCHER:
             named.append((key, ENV_LAUNCHER[key]))
+        elif misnamed_env(key):
+            named.append((key, misnamed_env(key)))
         elif is_secret(key, []):
             named.append((key, "a secret: not written into the recipe; export it where the engine starts"))
         else:

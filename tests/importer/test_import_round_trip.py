@@ -44,6 +44,12 @@ CI = {
         "Qwen3-32B-W8A8-aclgraph-a3": (QUANT, []), "Qwen3-32B-W8A8-single-a3": (QUANT, [])},
     "ci_configs/Qwen3-8B-w8a8sc-310p.yaml": {"qwen3-8b": (QUANT, [])},
     "ci_configs/Qwen3.5-122B-A10B-W8A8-A3.yaml": {"Qwen3.5-122B-A10B-W8A8-A3": (QUANT, [])},
+    # its env VLLM-ASCEND_ENABLE_FUSED_MC2 (CI's hyphen) is named, not carried: test_misnamed_env_is_named
+    "ci_configs/MiniMax-M2.5-W8A8-A3.yaml": {"MiniMax-M2.5-w8a8": (QUANT, [])},
+    # --profiler-config: profiling is run.profile=true; enable_npugraph_ex / enable_static_kernel are
+    # ascend_compilation_config keys in v0.23.0 (vllm_ascend/ascend_config.py AscendCompilationConfig), not top level
+    "ci_configs/MiniMax-M2.5-w8a8-QuaRot-A2.yaml": {
+        "MiniMax-M2.5-w8a8": (["--profiler-config", *QUANT], ["enable_npugraph_ex", "enable_static_kernel"])},
 }
 DP_LAUNCH = ["--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-size-local",
              "--data-parallel-start-rank"]
@@ -112,6 +118,21 @@ def test_ci_config_round_trips(path):
         # every option of the source is accounted for: the same, or named as not written
         assert sorted([*trip.same, *(f[2:].replace("-", "_") for f, _ in trip.not_written),
                        *(c[0][2:].replace("-", "_") for c in trip.changed)]) == sorted({*command.given, "model_tag"})
+
+
+def test_misnamed_env_is_named():
+    """CI's ``VLLM-ASCEND_ENABLE_FUSED_MC2`` (a hyphen): no program reads it as named, the plan would refuse it;
+    named with the reason, not carried, not renamed (vllm-ascend reads ``VLLM_ASCEND_ENABLE_FUSED_MC2``)."""
+    ((_, imported),) = _ci_imports(DATA.parent / "ci_configs/MiniMax-M2.5-W8A8-A3.yaml")
+    assert imported.recipe["ascend"]["env"] == {"VLLM_ASCEND_ENABLE_FLASHCOMM1": "1"}
+    assert [n for n in imported.named if "FUSED_MC2" in n[0]] == [(
+        "VLLM-ASCEND_ENABLE_FUSED_MC2", "is not a valid environment variable name: nothing read it as named where the "
+        "source ran (vllm-ascend reads VLLM_ASCEND_* names spelt with _: vllm_ascend/envs.py, v0.23.0); not carried, "
+        "and not renamed to VLLM_ASCEND_ENABLE_FUSED_MC2 (that would plan what the source did not run)")]
+    # the A2 file spells them with _: carried as given
+    ((_, a2),) = _ci_imports(DATA.parent / "ci_configs/MiniMax-M2.5-w8a8-QuaRot-A2.yaml")
+    assert {k: a2.recipe["ascend"]["env"][k] for k in ("VLLM_ASCEND_ENABLE_FUSED_MC2", "VLLM_ASCEND_ENABLE_NZ")} == {
+        "VLLM_ASCEND_ENABLE_FUSED_MC2": "1", "VLLM_ASCEND_ENABLE_NZ": "1"}
 
 
 @pytest.mark.parametrize("source", sorted(TUTORIALS))
