@@ -10,8 +10,10 @@ PD runs (one per deployment, params ``prefill.*`` / ``decode.*``) also get their
 (``roles.csv``); a PD run's own id is a target too. A run whose plan carries the source deployment's measured figures
 (``run.baseline``, a migrated plan: ``python -m ascendflow.import --to ... --baseline``) gets them beside its own, a
 row per figure (TTFT/TPOT/ITL/E2EL p50 and p99, throughputs) with the relative difference (``baseline.csv``;
-:mod:`ascendflow.compare_baseline`); such a run's own id is a target too. Default target: the latest sweep in the
-store. Uses ``mlflow.search_runs``.
+:mod:`ascendflow.compare_baseline`); such a run's own id is a target too. A deployment search's parent
+(``run.mode=search``: :mod:`ascendflow.search.record`) lists its candidates: every ``predicted_*`` / ``measured_*``
+figure and the tags ``search.status`` / ``search.reason``. Default target: the latest sweep in the store. Uses
+``mlflow.search_runs``.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ PARENT_FILTER = "tags.`ascendflow.sweep` = 'parent'"
 #: A deployment search's children (:mod:`ascendflow.search.record`, tag ``search.status``): their predicted figures
 #: (``predicted_`` + :data:`ascendflow.search.record.METRICS`), the measured ones of the picks served
 #: (:data:`ascendflow.search.record.MEASURED`, ``measured_over_predicted``), then the tags ``search.status`` and
-#: ``search.reason`` (why a candidate is infeasible or pruned), in that order after the swept params.
-SEARCH_METRICS = tuple("predicted_" + m for m in SEARCH_PREDICTED) + tuple(m for m in (*MEASURED, "measured_over_predicted") if m not in METRICS)
+#: ``search.reason`` (the refusal of an infeasible candidate, the note of one not predicted), in that order after the swept params.
+SEARCH_METRICS = tuple("predicted_" + m for m in SEARCH_PREDICTED) + \
+    tuple(m for m in (*MEASURED, "measured_over_predicted") if m not in METRICS)
 SEARCH_TAGS = ("search.status", "search.reason")
 
 
