@@ -44,7 +44,8 @@ PARENT_FILTER = "tags.`ascendflow.sweep` = 'parent'"
 #: A deployment search's children (:mod:`ascendflow.search.record`, tag ``search.status``): their predicted figures
 #: (``predicted_`` + :data:`ascendflow.search.record.METRICS`), the measured ones of the picks served
 #: (:data:`ascendflow.search.record.MEASURED`, ``measured_over_predicted``), then the tags ``search.status`` and
-#: ``search.reason`` (the refusal of an infeasible candidate, the note of one not predicted), in that order after the swept params.
+#: ``search.reason`` (the refusal of an infeasible candidate, the note of one not predicted), in that order after
+#: the swept params.
 SEARCH_METRICS = tuple("predicted_" + m for m in SEARCH_PREDICTED) + \
     tuple(m for m in (*MEASURED, "measured_over_predicted") if m not in METRICS)
 SEARCH_TAGS = ("search.status", "search.reason")
