@@ -10,8 +10,10 @@ PD runs (one per deployment, params ``prefill.*`` / ``decode.*``) also get their
 (``roles.csv``); a PD run's own id is a target too. A run whose plan carries the source deployment's measured figures
 (``run.baseline``, a migrated plan: ``python -m ascendflow.import --to ... --baseline``) gets them beside its own, a
 row per figure (TTFT/TPOT/ITL/E2EL p50 and p99, throughputs) with the relative difference (``baseline.csv``;
-:mod:`ascendflow.compare_baseline`); such a run's own id is a target too. Default target: the latest sweep in the
-store. Uses ``mlflow.search_runs``.
+:mod:`ascendflow.compare_baseline`); such a run's own id is a target too. A deployment search's parent
+(``run.mode=search``: :mod:`ascendflow.search.record`) lists its candidates: every ``predicted_*`` / ``measured_*``
+figure and the tags ``search.status`` / ``search.reason``. Default target: the latest sweep in the store. Uses
+``mlflow.search_runs``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ascendflow.compare_baseline import baseline_table, delta_cell, has_baseline
+from ascendflow.search.record import MEASURED
+from ascendflow.search.record import METRICS as SEARCH_PREDICTED
 from ascendflow.tracking.store import existing_store
 
 METRICS = ("capacity_rps", "predicted_capacity_rps", "measured_capacity_rps", "capacity_load", "capacity_goodput_rps",
@@ -37,6 +41,14 @@ METRICS = ("capacity_rps", "predicted_capacity_rps", "measured_capacity_rps", "c
            "predicted_output_throughput", "output_throughput_rel_error", "predicted_median_tpot_ms",
            "median_tpot_ms_rel_error", "predicted_median_ttft_ms", "median_ttft_ms_rel_error")
 PARENT_FILTER = "tags.`ascendflow.sweep` = 'parent'"
+#: A deployment search's children (:mod:`ascendflow.search.record`, tag ``search.status``): their predicted figures
+#: (``predicted_`` + :data:`ascendflow.search.record.METRICS`), the measured ones of the picks served
+#: (:data:`ascendflow.search.record.MEASURED`, ``measured_over_predicted``), then the tags ``search.status`` and
+#: ``search.reason`` (the refusal of an infeasible candidate, the note of one not predicted), in that order after
+#: the swept params.
+SEARCH_METRICS = tuple("predicted_" + m for m in SEARCH_PREDICTED) + \
+    tuple(m for m in (*MEASURED, "measured_over_predicted") if m not in METRICS)
+SEARCH_TAGS = ("search.status", "search.reason")
 
 
 class CompareError(RuntimeError):
@@ -132,10 +144,13 @@ def compare(target: str | None, tracking_uri: str, out_dir: Path | None = None) 
         raise CompareError(f"sweep {parent.info.run_id} has no child runs")
     swept = [k for k in parent.data.tags.get("sweep.keys", "").split(",") if k]
     columns = swept_columns(list(runs.columns), swept, lambda c: runs[c].nunique(dropna=False) > 1)
-    metrics = [f"metrics.{m}" for m in METRICS if f"metrics.{m}" in runs.columns]
-    table = runs[["tags.mlflow.runName", "status", *columns, *metrics]].rename(
+    search = "tags.search.status" in runs.columns  # a deployment search's children: their figures and verdicts
+    names = (*METRICS, *(m for m in SEARCH_METRICS if m not in METRICS)) if search else METRICS
+    metrics = [f"metrics.{m}" for m in names if f"metrics.{m}" in runs.columns]
+    tags = [f"tags.{t}" for t in SEARCH_TAGS if search and f"tags.{t}" in runs.columns]
+    table = runs[["tags.mlflow.runName", "status", *columns, *metrics, *tags]].rename(
         columns=lambda c: c.removeprefix("params.").removeprefix("metrics.").removeprefix("tags.choice.")
-        .replace("tags.mlflow.runName", "run"))
+        .replace("tags.mlflow.runName", "run").replace("tags.search.", "search."))
     if "tags.capacity.pruned" in runs.columns:  # a capacity sweep with slo.measure_top: which configs were measured
         table.insert(2, "measured", ~(runs["tags.capacity.pruned"].fillna("false") == "true"))
     if "tags.measurement.contention" in runs.columns:  # issue 25 row 9: its *_rel_error are not the model's
@@ -219,10 +234,21 @@ def role_table(runs):
 CAPACITY_VIEW = ("measured", "capacity_rps", "predicted_capacity_rps", "capacity_load", "slo_met", "pareto")
 
 
+#: Columns a deployment search's terminal table keeps (besides the run, its status and the swept params): the
+#: predicted figures a candidate is ranked by, the measured ones of the picks served, its verdict and reason.
+SEARCH_VIEW = ("predicted_capacity_rps", "predicted_tps_per_device", "predicted_tps_per_user", "predicted_p99_ttft_ms",
+               "predicted_p99_tpot_ms", "predicted_rank", "measured_capacity_rps", "measured_rps_per_device",
+               "measured_over_predicted", "search.status", "search.reason")
+
+
 def terminal_view(table):
-    """The columns worth a terminal's width: none that is empty in every run, and for a capacity sweep only the
-    capacity columns (:data:`CAPACITY_VIEW`); the CSV keeps them all. ``table``: the DataFrame of :func:`compare`."""
+    """The columns worth a terminal's width: none that is empty in every run, for a capacity sweep only the
+    capacity columns (:data:`CAPACITY_VIEW`), for a deployment search only :data:`SEARCH_VIEW`; the CSV keeps them
+    all. ``table``: the DataFrame of :func:`compare`."""
     shown = table.dropna(axis=1, how="all")
+    if "search.status" in shown.columns:
+        swept = [c for c in shown.columns if c not in (*METRICS, *SEARCH_METRICS, *SEARCH_TAGS, "run", "status")]
+        return shown[[c for c in ("run", "status", *swept, *SEARCH_VIEW) if c in shown.columns]]
     if "capacity_rps" in shown.columns or "measured" in shown.columns:
         swept = [c for c in shown.columns if c not in METRICS and c not in ("run", "status", *CAPACITY_VIEW)]
         shown = shown[[c for c in ("run", "status", *swept, *CAPACITY_VIEW) if c in shown.columns]]
@@ -296,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     except (CompareError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)  # one line, never wrapped
         return 2
-    view = Table(title="sweep comparison (every column in the CSV)", title_justify="left")
+    view = Table(title="sweep comparison (comparison.csv has every column)", title_justify="left")
     shown = terminal_view(table)
     for column in shown.columns:
         view.add_column(str(column), overflow="fold")

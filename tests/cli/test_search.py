@@ -57,8 +57,71 @@ def test_search_writes_table_recipes_and_children(tmp_path: Path, mlflow_uri: st
                                 filter_string="tags.`ascendflow.sweep` = 'parent'")[0]
     table, csv, png = compare(parent.info.run_id, mlflow_uri, tmp_path / "compare")
     assert len(table) == 14 and csv.exists()
+    # the swept params, every predicted figure a child holds, then its verdict and why (docs/search.md)
+    assert list(table.columns) == [
+        "run", "status", "kind", "layout", "cudagraph_mode", "max_num_seqs", "max_num_batched_tokens",
+        "prefill_instances", "decode_instances", "predicted_capacity_rps", "predicted_rps_per_device",
+        "predicted_tps_per_device", "predicted_tps_per_user", "predicted_p99_ttft_ms", "predicted_p99_tpot_ms",
+        "predicted_margin_percent", "predicted_tps_low", "predicted_tps_high", "predicted_rank", "search.status",
+        "search.reason"]
     assert sorted(table["run"])[:1] == ["PD 1P(TP2xDP4 eager s16 t4096) 1D(TP2xDP4 FDO s16 t256) [none]"]
-    assert set(table["predicted_capacity_rps"].round(2)) >= {19.24}
+    assert table["predicted_capacity_rps"].round(2).tolist()[:4] == [19.24, 19.24, 19.24, 19.24]
+
+
+def test_compare_on_a_search_shows_predictions_and_reasons(tmp_path: Path, mlflow_uri: str) -> None:
+    """``python -m ascendflow.compare`` on a search's parent (a real SQLite store): every predicted figure the children
+    hold and their ``search.status`` / ``search.reason``, in the CSV and the terminal (docs/search.md). PP2 layouts
+    are children too (``search.children=all``), not predicted, with their reason."""
+    space = [a for a in SMALL if not a.startswith(("search.pipeline_parallel_sizes", "search.top_k"))]
+    proc = run_in_process([*space, "search.pipeline_parallel_sizes=[1,2]", "search.top_k=1", "search.children=all",
+                           f"tracking.tracking_uri={mlflow_uri}"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from mlflow.tracking import MlflowClient
+
+    from ascendflow.compare import main, terminal_view
+    client = MlflowClient(tracking_uri=mlflow_uri)
+    parent = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                                filter_string="tags.`ascendflow.sweep` = 'parent'")[0]
+    assert main([parent.info.run_id, "--tracking-uri", mlflow_uri, "--out", str(tmp_path / "compare")]) == 0
+    import pandas as pd
+    table = pd.read_csv(tmp_path / "compare" / "comparison.csv", dtype=str, keep_default_na=False)
+    assert len(table) == 20
+    assert list(table.columns) == [
+        "run", "status", "kind", "layout", "cudagraph_mode", "max_num_seqs", "max_num_batched_tokens",
+        "prefill_instances", "decode_instances", "predicted_capacity_rps", "predicted_rps_per_device",
+        "predicted_tps_per_device", "predicted_tps_per_user", "predicted_p99_ttft_ms", "predicted_p99_tpot_ms",
+        "predicted_margin_percent", "predicted_tps_low", "predicted_tps_high", "predicted_rank", "search.status",
+        "search.reason"]
+    rows = {r["run"]: r for r in table.to_dict("records")}
+    assert rows["TP2xDP4 FDO s16 t4096 ×2 [none]"] == {
+        "run": "TP2xDP4 FDO s16 t4096 ×2 [none]", "status": "FINISHED", "kind": "colocated", "layout": "TP2xDP4",
+        "cudagraph_mode": "FULL_DECODE_ONLY", "max_num_seqs": "16", "max_num_batched_tokens": "4096",
+        "prefill_instances": "", "decode_instances": "", "predicted_capacity_rps": "19.24391655390314",
+        "predicted_rps_per_device": "1.2027447846189463", "predicted_tps_per_device": "307.90266486245025",
+        "predicted_tps_per_user": "40.08016032064128", "predicted_p99_ttft_ms": "823.926",
+        "predicted_p99_tpot_ms": "25.491", "predicted_margin_percent": "49.018",
+        "predicted_tps_low": "113.66946422575847", "predicted_tps_high": "684.3095520011734",
+        "predicted_rank": "1.0", "search.status": "ranked", "search.reason": ""}
+    assert rows["PD 1P(TP8xDP1 eager s16 t4096) 1D(TP8xDP1 FDO s16 t256) [none]"] == {
+        "run": "PD 1P(TP8xDP1 eager s16 t4096) 1D(TP8xDP1 FDO s16 t256) [none]", "status": "FINISHED", "kind": "pd",
+        "layout": "1P:1D", "cudagraph_mode": "", "max_num_seqs": "", "max_num_batched_tokens": "",
+        "prefill_instances": "1", "decode_instances": "1", "predicted_capacity_rps": "3.468219368346932",
+        "predicted_rps_per_device": "0.21676371052168325", "predicted_tps_per_device": "55.49150989355091",
+        "predicted_tps_per_user": "62.234324119362626", "predicted_p99_ttft_ms": "153.32421778780605",
+        "predicted_p99_tpot_ms": "16.170296100401302", "predicted_margin_percent": "67.6594077991974",
+        "predicted_tps_low": "", "predicted_tps_high": "", "predicted_rank": "14.0", "search.status": "ranked",
+        "search.reason": ""}
+    assert {r["run"]: (r["search.status"], r["search.reason"], r["predicted_rank"]) for r in rows.values()
+            if r["search.status"] != "ranked"} == {
+        f"TP{tp}xPP2xDP{dp} {g} s16 t4096 ×{n} [none]": ("not predicted", "PP not modelled (pipeline_parallel_size=2)",
+                                                        "")
+        for tp, dp, n in ((2, 2, 2), (2, 4, 1), (8, 1, 1)) for g in ("eager", "FDO")}
+    # the terminal keeps the swept params, the ranking figures and the verdict with its reason
+    assert list(terminal_view(pd.read_csv(tmp_path / "compare" / "comparison.csv")).columns) == [
+        "run", "status", "kind", "layout", "cudagraph_mode", "max_num_seqs", "max_num_batched_tokens",
+        "prefill_instances", "decode_instances", "predicted_capacity_rps", "predicted_tps_per_device",
+        "predicted_tps_per_user", "predicted_p99_ttft_ms", "predicted_p99_tpot_ms", "predicted_rank", "search.status",
+        "search.reason"]
 
 
 @pytest.mark.parametrize("extra, line", [
