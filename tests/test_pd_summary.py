@@ -21,7 +21,7 @@ def test_a_pd_plan_s_summary_labels_the_co_located_and_the_per_role_predictions(
         "perf model (co-located)", "perf model (prefill)", "perf model (decode)", "perf model (P:D)"]
     assert rows["perf model (co-located)"] == (
         "the decode role's engine alone serving prefill and decode (not this PD deployment): predicted 971 tok/s "
-        "(363–2,158), TPOT median 30.8 ms (19.9–84.2), TTFT median 300 ms (127–783) (NPU step model "
+        "(236–2,281), TPOT median 30.8 ms (19.9–84.2), TTFT median 300 ms (127–783) (NPU step model "
         "(ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml; 80 % interval of class atlas_a2_a3)")
     assert rows["perf model (prefill)"] == ("41.97 req/s per prefill instance within p99 TTFT ≤ 2000 ms (median TTFT "
                                             "366 ms, p99 TTFT 856 ms)")

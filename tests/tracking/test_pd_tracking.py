@@ -42,15 +42,15 @@ def test_role_params_and_predictions(pd_run):
         "prefill.dp_launch": "external", "prefill.max_num_seqs": "8", "prefill.max_num_batched_tokens": "16384",
         "prefill.gpu_memory_utilization": "0.9", "prefill.max_model_len": "40000",
         "prefill.num_speculative_tokens": "1", "prefill.cudagraph_mode": "NONE", "prefill.enforce_eager": "True",
-        "prefill.cudagraph_capture_sizes": "none", "prefill.kv_cache_tokens": "128434",
-        "prefill.kv_cache_blocks": "1005",
+        "prefill.cudagraph_capture_sizes": "none", "prefill.kv_cache_tokens": "135463",
+        "prefill.kv_cache_blocks": "1060",
         "decode.kv_role": "kv_consumer", "decode.instances": "1", "decode.nodes": "2",
         "decode.tensor_parallel_size": "1", "decode.data_parallel_size": "32", "decode.enable_expert_parallel": "True",
         "decode.dp_launch": "external", "decode.max_num_seqs": "40", "decode.max_num_batched_tokens": "256",
         "decode.gpu_memory_utilization": "0.94", "decode.max_model_len": "40000",
         "decode.num_speculative_tokens": "1", "decode.cudagraph_mode": "FULL_DECODE_ONLY",
         "decode.enforce_eager": "False", "decode.cudagraph_capture_sizes": "2,4,8,16,24,32,40,48,56,64,72,80",
-        "decode.kv_cache_tokens": "224664", "decode.kv_cache_blocks": "1758",
+        "decode.kv_cache_tokens": "231948", "decode.kv_cache_blocks": "1815",
         "pd.recommended_ratio": "4:1",
         "pd.ratio_basis": "NPU step model (ascendflow/perfmodel/npu.py), calibration atlas_800i_a3.yaml"}
     metrics = {k: v for k, v in run.data.metrics.items() if k.startswith("predicted.")}
@@ -68,7 +68,7 @@ def test_compare_shows_roles_side_by_side(pd_run, capsys):
     lines = [" ".join(line.replace("│", " ").split()) for line in capsys.readouterr().out.splitlines()]
     assert "prefill decode" in [" ".join(line.replace("┃", " ").split()) for line in lines]
     for row in ("instances 2 1", "TP 8 1", "DP 2 32", "max_num_seqs 8 40", "max_batched_tokens 16384 256",
-                "graph NONE FULL_DECODE_ONLY", "capture sizes none 12 (2…80)", "KV tokens/rank 128434 224664",
+                "graph NONE FULL_DECODE_ONLY", "capture sizes none 12 (2…80)", "KV tokens/rank 135463 231948",
                 "pred req/s/inst 41.97 161.10", "pred p99 TTFT ms 855.91 —", "pred p99 TPOT ms — 55.34",
                 "P:D rec 4:1 4:1"):
         assert row in lines
