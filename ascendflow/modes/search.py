@@ -158,7 +158,7 @@ class SearchMode(Mode):
             raise ConfigError("slo", {k: v for k, v in spec.slo.targets.items()},
                               f"no candidate meets {targets} at any load ({len(feasible)} feasible); the nearest SLO "
                               f"a candidate meets: {fix}")
-        self._intervals(result, job)
+        self._intervals(result, evaluator, spec.search.pd_connector)
         if spec.search.measure_top is not None:  # refused here, before any engine starts
             s = spec.search
             self.picks = pick(result.ranked, len(feasible), s.measure_top, s.measure_random, s.measure_seed)
@@ -193,9 +193,10 @@ class SearchMode(Mode):
             job.tracked.log_artifact(out / "candidates.json", "search")
         return top
 
-    def _intervals(self, result: SearchResult, job: Job) -> None:
+    def _intervals(self, result: SearchResult, evaluator: Evaluator, connector: str) -> None:
         """Each group's (kind × quantization) interval ratio, read from the full prediction of its best plan
-        (``performance.capacity.capacity_rps_low/high``, else ``predicted_low/high.output_throughput``), applied
+        (``performance.pd_ratio.planned.throughput_rps_low/high`` of a PD group's whole plan, else
+        ``performance.capacity.capacity_rps_low/high``, else ``predicted_low/high.output_throughput``), applied
         to every row of the group; then the rows are ranked again (ties by overlap)."""
         seen: dict[tuple[str, str], tuple[float, float] | None] = {}
         for row in result.ranked:
@@ -205,6 +206,15 @@ class SearchMode(Mode):
                 if row["id"] in result.plans:
                     perf = self._priced(result.plans[row["id"]], result.specs[row["id"]]).performance or {}
                     seen[key] = interval_ratio(perf)
+                elif row.get("_pd"):  # the whole PD plan, as its recipe compiles it (priced once per plan hash)
+                    quant, prc, drc, p, d = row["_pd"]
+                    cand_spec = evaluator.pd_spec(quant, prc, drc, p, d, connector)
+                    try:
+                        plan = evaluator.compile(cand_spec)
+                    except ConfigError:
+                        plan = None
+                    if plan is not None:
+                        seen[key] = interval_ratio(self._priced(plan, cand_spec).performance or {})
             ratio = seen[key]
             if ratio is not None:
                 row["tps_low"], row["tps_high"] = row["tps_per_device"] * ratio[0], row["tps_per_device"] * ratio[1]
@@ -302,7 +312,13 @@ class SearchMode(Mode):
 def interval_ratio(performance: dict[str, Any]) -> tuple[float, float] | None:
     """``(low / figure, high / figure)`` of a ``performance`` section: the capacity's
     ``capacity_rps_low/high``, else ``predicted_low/high`` output throughput; ``None`` when neither is there (the
-    interval contract's "no measured error")."""
+    interval contract's "no measured error"). A PD plan's is its planned P:D throughput's
+    (``pd_ratio.planned.throughput_rps_low/high``, :func:`ascendflow.perfmodel.pd_ratio._pd_interval`)."""
+    planned = (performance.get("pd_ratio") or {}).get("planned") or {}
+    if planned.get("throughput_rps") and planned.get("throughput_rps_low") is not None and \
+            planned.get("throughput_rps_high") is not None:
+        return (float(planned["throughput_rps_low"]) / planned["throughput_rps"],
+                float(planned["throughput_rps_high"]) / planned["throughput_rps"])
     cap = performance.get("capacity") or {}
     if cap.get("capacity_rps") and cap.get("capacity_rps_low") is not None and cap.get("capacity_rps_high") is not None:
         return float(cap["capacity_rps_low"]) / cap["capacity_rps"], float(cap["capacity_rps_high"]) / cap["capacity_rps"]

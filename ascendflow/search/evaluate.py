@@ -9,12 +9,13 @@ simulates them independently), so the instance's capacity is ``DP ×`` the rank'
 load to the candidate rather than to ``workload.num_prompts`` (a benchmark of 64 prompts cannot load 64 devices).
 The step model sees the whole instance (TP, DP, EP, nodes: expert weights and all-to-all over ``TP × DP``).
 
-Capacity (PD roles): :func:`role_rate`, the rule of :func:`ascendflow.perfmodel.pd_ratio.role_capacity` (one DP
-rank, Poisson arrivals up to ``UTILIZATION_CAP`` of the saturated rate, bisection on the role's p99 target: prefill
-``slo.p99_ttft_ms``, decode ``slo.p99_tpot_ms`` with the prompt's KV received) at search resolution: fewer requests
-per point and fewer halvings (:data:`ROLE_REQUESTS_PER_SEQ`, :data:`ROLE_BISECTION_STEPS`; measured 4 s per role
-config with pd_ratio's, most of a search's time). Computed once per role config and reused for every P:D count; the
-written recipes' plans carry pd_ratio's own figures (``performance.pd_ratio``).
+Capacity (PD roles): :func:`ascendflow.perfmodel.pd_ratio.role_capacity` itself (one DP rank, Poisson arrivals up
+to ``UTILIZATION_CAP`` of the saturated rate, bisection on the role's p99 target: prefill ``slo.p99_ttft_ms``, decode
+``slo.p99_tpot_ms`` with the prompt's KV received), with pd_ratio's requests per point and halvings, so that a PD
+row's figure is the one its recipe's plan carries (``performance.pd_ratio``). A cheaper resolution (64 requests per
+point, 6 halvings) was used while a role config took 4 s; with the memoised step terms it takes 0.2-0.6 s, and the
+64-request p99 had drifted 2 × from pd_ratio's on Qwen3-235B W8A8 2 × A3 prefill (13.9 against 6.2 req/s per
+instance). Computed once per role config and reused for every P:D count.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ from pydantic import ValidationError
 from ascendflow.compiler import Plan, compile_plan
 from ascendflow.compiler.checks.pd import check_decode_capacity, check_prefill_capacity, request_tokens
 from ascendflow.compiler.deployment import compile_role
-from ascendflow.perfmodel.pd_ratio import rate_within
+from ascendflow.perfmodel.pd_ratio import role_capacity
 from ascendflow.perfmodel.predict import limits_of, predicted_capacity, step_model
-from ascendflow.perfmodel.scheduler import simulate
 from ascendflow.perfmodel.shapes import layer_shapes
 from ascendflow.perfmodel.table import find_table
 from ascendflow.platforms import HostFacts
@@ -49,11 +49,6 @@ from ascendflow.search.space import Knobs, Layout, RoleConfig
 LOAD_PER_SEQ = 1
 #: Prompts simulated per load point, in multiples of the highest load (two waves: the second shows the queueing).
 PROMPTS_PER_LOAD = 2
-
-#: Requests per rate point of a role's search, in multiples of its ``max_num_seqs`` (at least ROLE_MIN_REQUESTS).
-ROLE_REQUESTS_PER_SEQ, ROLE_MIN_REQUESTS = 4, 64
-#: Halvings of a role's rate interval: the rate found is within 1/64 of the saturated rate below the boundary.
-ROLE_BISECTION_STEPS = 6
 
 #: Refusal classes, first match wins: (pattern on the compiler's one line, short reason). The reasons name the rule
 #: the compiler applied (its message carries the figures); anything else is reported by its config key.
@@ -298,11 +293,11 @@ class Evaluator:
             if price not in self._capacity:  # graph modes the step model prices alike share one search
                 self.priced += 1
                 if rc.role == "prefill":
-                    self._capacity[price] = role_rate(data, step, self.isl, 1, 0, "p99_ttft_ms", slo.p99_ttft_ms,
-                                                      seed=self.spec.workload.seed)
+                    self._capacity[price] = role_capacity(data, step, self.isl, 1, 0, "p99_ttft_ms",
+                                                          slo.p99_ttft_ms, seed=self.spec.workload.seed)
                 else:
-                    self._capacity[price] = role_rate(data, step, self.isl, self.osl, self.isl, "p99_tpot_ms",
-                                                      slo.p99_tpot_ms, seed=self.spec.workload.seed)
+                    self._capacity[price] = role_capacity(data, step, self.isl, self.osl, self.isl, "p99_tpot_ms",
+                                                          slo.p99_tpot_ms, seed=self.spec.workload.seed)
             cap = self._capacity[price]
             at = cap["at"]
             out = Priced(plan=plan, rps=float(cap["rps_per_instance"]), at=at, lowest=at,
@@ -311,23 +306,3 @@ class Evaluator:
         self._roles[key] = out
         return out
 
-
-def role_rate(rplan: Mapping[str, Any], step: Any, prompt: int, output: int, received: int, metric: str,
-              target_ms: float | None, seed: int = 0) -> dict[str, Any]:
-    """Requests/s one role instance sustains with ``metric`` within ``target_ms``: the rule of
-    :func:`ascendflow.perfmodel.pd_ratio.role_capacity` (saturated rate, then ``UTILIZATION_CAP`` of it, then
-    bisection), on ``ROLE_REQUESTS_PER_SEQ × max_num_seqs`` requests per point and ``ROLE_BISECTION_STEPS`` halvings.
-
-    Returns:
-        ``{"rps_per_instance", "met", "at"}`` as ``role_capacity`` (``at``: the simulated metrics of one DP rank).
-    """
-    dp = int(rplan["engine_args"].get("data_parallel_size") or 1)
-    limits = limits_of(rplan)
-    n = max(ROLE_MIN_REQUESTS, ROLE_REQUESTS_PER_SEQ * limits.max_num_seqs)
-
-    def run(rate: float) -> dict[str, float]:
-        return simulate([(prompt, output)] * n, limits, step, max_concurrency=None, request_rate=rate, seed=seed,
-                        received_tokens=received).metrics()
-
-    best, at = rate_within(run, metric, target_ms, ROLE_BISECTION_STEPS)
-    return {"rps_per_instance": best * dp, "met": best > 0, "at": {k: float(v) for k, v in at.items()}}
