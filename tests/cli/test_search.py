@@ -100,17 +100,18 @@ def test_compare_on_a_search_shows_predictions_and_reasons(tmp_path: Path, mlflo
         "predicted_rps_per_device": "1.2027447846189463", "predicted_tps_per_device": "307.90266486245025",
         "predicted_tps_per_user": "40.08016032064128", "predicted_p99_ttft_ms": "823.926",
         "predicted_p99_tpot_ms": "25.491", "predicted_margin_percent": "49.018",
-        "predicted_tps_low": "113.66946422575847", "predicted_tps_high": "684.3095520011734",
+        "predicted_tps_low": "74.83892602549285", "predicted_tps_high": "722.9295723083001",
         "predicted_rank": "1.0", "search.status": "ranked", "search.reason": ""}
+    # PD: the plan's role_capacity and its interval (srchfix), after the re-scored corpus
     assert rows["PD 1P(TP8xDP1 eager s16 t4096) 1D(TP8xDP1 FDO s16 t256) [none]"] == {
         "run": "PD 1P(TP8xDP1 eager s16 t4096) 1D(TP8xDP1 FDO s16 t256) [none]", "status": "FINISHED", "kind": "pd",
         "layout": "1P:1D", "cudagraph_mode": "", "max_num_seqs": "", "max_num_batched_tokens": "",
-        "prefill_instances": "1", "decode_instances": "1", "predicted_capacity_rps": "3.468219368346932",
-        "predicted_rps_per_device": "0.21676371052168325", "predicted_tps_per_device": "55.49150989355091",
-        "predicted_tps_per_user": "62.234324119362626", "predicted_p99_ttft_ms": "153.32421778780605",
-        "predicted_p99_tpot_ms": "16.170296100401302", "predicted_margin_percent": "67.6594077991974",
-        "predicted_tps_low": "", "predicted_tps_high": "", "predicted_rank": "14.0", "search.status": "ranked",
-        "search.reason": ""}
+        "prefill_instances": "1", "decode_instances": "1", "predicted_capacity_rps": "3.4682",
+        "predicted_rps_per_device": "0.2167625", "predicted_tps_per_device": "55.4912",
+        "predicted_tps_per_user": "61.87353050365054", "predicted_p99_ttft_ms": "356.661",
+        "predicted_p99_tpot_ms": "16.219", "predicted_margin_percent": "67.562",
+        "predicted_tps_low": "13.486675790959586", "predicted_tps_high": "130.28605615736336",
+        "predicted_rank": "1.0", "search.status": "ranked", "search.reason": ""}
     assert {r["run"]: (r["search.status"], r["search.reason"], r["predicted_rank"]) for r in rows.values()
             if r["search.status"] != "ranked"} == {
         f"TP{tp}xPP2xDP{dp} {g} s16 t4096 ×{n} [none]": ("not predicted", "PP not modelled (pipeline_parallel_size=2)",
