@@ -49,5 +49,5 @@ def test_pd_candidate_figure_is_its_plans_pd_ratio(tmp_path: Path) -> None:
     assert row["devices"] == 32 and row["bottleneck"] == ratio["planned"]["bottleneck"] == "decode"
     # the interval the search applies to the PD group is the plan's (class moe has request-throughput residuals)
     planned = ratio["planned"]
-    assert (planned["throughput_rps_low"], planned["throughput_rps_high"]) == (1.186, 7.136)
-    assert interval_ratio({"pd_ratio": ratio}) == (1.186 / 3.2111, 7.136 / 3.2111)
+    assert (planned["throughput_rps_low"], planned["throughput_rps_high"]) == (0.78, 7.539)
+    assert interval_ratio({"pd_ratio": ratio}) == (0.78 / 3.2111, 7.539 / 3.2111)
