@@ -20,6 +20,25 @@ SMALL = ["run.mode=search", "hardware=atlas_800i_a2", "model=qwen3_8b", "search.
          "search.graph_modes=[NONE,FULL_DECODE_ONLY]", "search.top_k=3"]
 
 
+#: comparison.csv's columns for a search parent: the swept params, every predicted figure a child holds, then its
+#: verdict and why (docs/search.md).
+SEARCH_COLUMNS = [
+    "run", "status", "kind", "layout", "cudagraph_mode", "max_num_seqs", "max_num_batched_tokens",
+    "prefill_instances", "decode_instances", "predicted_capacity_rps", "predicted_rps_per_device",
+    "predicted_tps_per_device", "predicted_tps_per_user", "predicted_p99_ttft_ms", "predicted_p99_tpot_ms",
+    "predicted_margin_percent", "predicted_tps_low", "predicted_tps_high", "predicted_rank", "search.status",
+    "search.reason"]
+
+
+def _search_parent(mlflow_uri: str):
+    """The search's MLflow parent run in the store (the one run tagged ``ascendflow.sweep = parent``)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_uri)
+    return client.search_runs([e.experiment_id for e in client.search_experiments()],
+                              filter_string="tags.`ascendflow.sweep` = 'parent'")[0]
+
+
 def test_search_writes_table_recipes_and_children(tmp_path: Path, mlflow_uri: str) -> None:
     proc = run_in_process([*SMALL, f"tracking.tracking_uri={mlflow_uri}"], tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -49,21 +68,11 @@ def test_search_writes_table_recipes_and_children(tmp_path: Path, mlflow_uri: st
     assert "# rank 1 of 14 ranked by predicted goodput per device at TTFT p99 <= 2000 ms and TPOT p99 <= 50 ms" \
         in recipes[0].read_text()
 
-    from mlflow.tracking import MlflowClient
-
     from ascendflow.compare import compare
-    client = MlflowClient(tracking_uri=mlflow_uri)
-    parent = client.search_runs([e.experiment_id for e in client.search_experiments()],
-                                filter_string="tags.`ascendflow.sweep` = 'parent'")[0]
+    parent = _search_parent(mlflow_uri)
     table, csv, png = compare(parent.info.run_id, mlflow_uri, tmp_path / "compare")
     assert len(table) == 14 and csv.exists()
-    # the swept params, every predicted figure a child holds, then its verdict and why (docs/search.md)
-    assert list(table.columns) == [
-        "run", "status", "kind", "layout", "cudagraph_mode", "max_num_seqs", "max_num_batched_tokens",
-        "prefill_instances", "decode_instances", "predicted_capacity_rps", "predicted_rps_per_device",
-        "predicted_tps_per_device", "predicted_tps_per_user", "predicted_p99_ttft_ms", "predicted_p99_tpot_ms",
-        "predicted_margin_percent", "predicted_tps_low", "predicted_tps_high", "predicted_rank", "search.status",
-        "search.reason"]
+    assert list(table.columns) == SEARCH_COLUMNS
     assert sorted(table["run"])[:1] == ["PD 1P(TP2xDP4 eager s16 t4096) 1D(TP2xDP4 FDO s16 t256) [none]"]
     assert table["predicted_capacity_rps"].round(2).tolist()[:4] == [19.24, 19.24, 19.24, 19.24]
 
@@ -76,22 +85,13 @@ def test_compare_on_a_search_shows_predictions_and_reasons(tmp_path: Path, mlflo
     proc = run_in_process([*space, "search.pipeline_parallel_sizes=[1,2]", "search.top_k=1", "search.children=all",
                            f"tracking.tracking_uri={mlflow_uri}"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    from mlflow.tracking import MlflowClient
-
     from ascendflow.compare import main, terminal_view
-    client = MlflowClient(tracking_uri=mlflow_uri)
-    parent = client.search_runs([e.experiment_id for e in client.search_experiments()],
-                                filter_string="tags.`ascendflow.sweep` = 'parent'")[0]
+    parent = _search_parent(mlflow_uri)
     assert main([parent.info.run_id, "--tracking-uri", mlflow_uri, "--out", str(tmp_path / "compare")]) == 0
     import pandas as pd
     table = pd.read_csv(tmp_path / "compare" / "comparison.csv", dtype=str, keep_default_na=False)
     assert len(table) == 20
-    assert list(table.columns) == [
-        "run", "status", "kind", "layout", "cudagraph_mode", "max_num_seqs", "max_num_batched_tokens",
-        "prefill_instances", "decode_instances", "predicted_capacity_rps", "predicted_rps_per_device",
-        "predicted_tps_per_device", "predicted_tps_per_user", "predicted_p99_ttft_ms", "predicted_p99_tpot_ms",
-        "predicted_margin_percent", "predicted_tps_low", "predicted_tps_high", "predicted_rank", "search.status",
-        "search.reason"]
+    assert list(table.columns) == SEARCH_COLUMNS
     rows = {r["run"]: r for r in table.to_dict("records")}
     assert rows["TP2xDP4 FDO s16 t4096 ×2 [none]"] == {
         "run": "TP2xDP4 FDO s16 t4096 ×2 [none]", "status": "FINISHED", "kind": "colocated", "layout": "TP2xDP4",
